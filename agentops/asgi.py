@@ -1,0 +1,15 @@
+"""ASGI entry point: HTTP through Django, websockets through Channels (later issues)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
+# Django must be set up before anything imports models (channels routing does).
+django_asgi_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter  # noqa: E402
+
+application = ProtocolTypeRouter({"http": django_asgi_app})

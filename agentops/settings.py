@@ -1,0 +1,194 @@
+"""Settings for agentops: one module, every value read from the environment.
+
+Each variable, its default and meaning is listed in `.env.example` and the README.
+The defaults are the embedded ones (SQLite file in the project directory, in-memory
+channel layer), so a fresh machine needs no service. A malformed value fails loudly at
+start-up with `ImproperlyConfigured` naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envstr(name: str, default: str) -> str:
+    """The variable as a string, or `default` when unset or empty."""
+    return os.environ.get(name) or default
+
+
+def envbool(name: str, default: bool) -> bool:
+    """The variable as a boolean: 1/true/yes/on or 0/false/no/off (any case).
+
+    Raises ImproperlyConfigured for any other value.
+    """
+    raw = os.environ.get(name, "")
+    if raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use true or false)")
+
+
+def envint(name: str, default: int) -> int:
+    """The variable as an integer; raises ImproperlyConfigured when it is not one."""
+    raw = os.environ.get(name, "")
+    if raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+
+
+def envlist(name: str, default: list[str]) -> list[str]:
+    """The variable as a comma-separated list (blank items dropped)."""
+    raw = os.environ.get(name, "")
+    if raw == "":
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+DEBUG = envbool("DEBUG", False)
+SECRET_KEY = envstr("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG and envbool("AGENTOPS_REQUIRE_SECRET_KEY", False):
+        raise ImproperlyConfigured("SECRET_KEY must be set when AGENTOPS_REQUIRE_SECRET_KEY=true")
+    # Local default: good for the embedded demo, never for a shared deployment.
+    SECRET_KEY = "agentops-local-insecure-key-set-SECRET_KEY-in-production"
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "sessions_app",
+    "todos_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "agentops.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+ASGI_APPLICATION = "agentops.asgi.application"
+WSGI_APPLICATION = None
+
+# Database: DATABASE_URL (postgres://..., sqlite:///...), default an SQLite file.
+DATABASE_URL = envstr("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+_database = dj_database_url.parse(DATABASE_URL, conn_max_age=0)
+if _database["ENGINE"] == "django.db.backends.sqlite3":
+    _database.setdefault("OPTIONS", {})
+    # WAL lets readers (the dashboard) and one writer (a run or an import) overlap;
+    # IMMEDIATE takes the write lock at BEGIN so two writers queue instead of deadlocking.
+    _database["OPTIONS"].update(
+        {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": envint("SQLITE_TIMEOUT_SECONDS", 20),
+        }
+    )
+    # A file (not :memory:) so a live server in another thread/process sees test data.
+    _database["TEST"] = {"NAME": str(BASE_DIR / ".local" / "test-db.sqlite3")}
+else:
+    # Set explicitly so ChannelsLiveServerTestCase's server finds it (django/channels#2176).
+    _database["TEST"] = {"NAME": envstr("TEST_DATABASE_NAME", "test_agentops")}
+DATABASES = {"default": _database}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Channel layer: Redis when REDIS_URL is set (several processes), else in-memory (one process).
+REDIS_URL = envstr("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "sessions:list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = envstr("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# Sessions page: rows per page; session page: turns per page (the timeline loads lazily).
+AGENTOPS_SESSIONS_PER_PAGE = envint("AGENTOPS_SESSIONS_PER_PAGE", 50)
+AGENTOPS_TURNS_PER_PAGE = envint("AGENTOPS_TURNS_PER_PAGE", 20)
+AGENTOPS_EVENTS_PER_TURN_PAGE = envint("AGENTOPS_EVENTS_PER_TURN_PAGE", 200)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}

@@ -1,0 +1,16 @@
+"""Top-level URLs: sign-in, the dashboard apps, Django admin."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from django.views.generic.base import RedirectView
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="sessions:list", permanent=False)),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("sessions/", include("sessions_app.urls")),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,1 @@
+"""Sessions, turns and events: Django models, the session service, importers and pages."""

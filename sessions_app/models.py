@@ -1,0 +1,298 @@
+"""Stored facts of agent sessions: Session, Turn, Event (SPEC.md sections 1-2).
+
+All timestamps are timezone-aware UTC datetimes. Event ids are database-assigned integers
+that grow with insertion time, so ordering by id is conversation order (SPEC.md 1).
+Partial (streaming) events are never stored, so there is no `partial` column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models import Count, F, OuterRef, Q, Subquery
+
+
+class SessionQuerySet(models.QuerySet["Session"]):
+    def with_summary(self) -> SessionQuerySet:
+        """Annotate each session with what the sessions list shows.
+
+        Adds `turn_count` (int), `latest_turn_status` (str or None: the status of the turn
+        that started last), `todo_total` and `todo_done` (ints). Every figure is a
+        correlated subquery, so the list costs one query however many turns exist.
+        """
+        from todos_app.models import TodoItem
+
+        latest_turn = Turn.objects.filter(session=OuterRef("pk")).order_by("-started_at", "-id")
+        turn_count = (
+            Turn.objects.filter(session=OuterRef("pk"))
+            .order_by()
+            .values("session")
+            .annotate(n=Count("id"))
+            .values("n")
+        )
+        todos = TodoItem.objects.filter(todo_list__session=OuterRef("pk")).order_by()
+        todo_total = todos.values("todo_list").annotate(n=Count("id")).values("n")
+        todo_done = (
+            todos.filter(status="completed").values("todo_list").annotate(n=Count("id")).values("n")
+        )
+        return self.annotate(
+            turn_count=Subquery(turn_count, output_field=models.IntegerField()),
+            latest_turn_status=Subquery(latest_turn.values("status")[:1]),
+            todo_total=Subquery(todo_total, output_field=models.IntegerField()),
+            todo_done=Subquery(todo_done, output_field=models.IntegerField()),
+        )
+
+    def search(self, text: str) -> SessionQuerySet:
+        """Sessions whose id, title, app, user or source path contains `text` (any case)."""
+        return self.filter(
+            Q(id__icontains=text)
+            | Q(title__icontains=text)
+            | Q(app_name__icontains=text)
+            | Q(user_id__icontains=text)
+            | Q(source_path__icontains=text)
+        )
+
+    def with_latest_turn_status(self, status: str) -> SessionQuerySet:
+        """Sessions whose latest turn (by start time, then id) has `status`."""
+        latest = Turn.objects.filter(session=OuterRef("pk")).order_by("-started_at", "-id")
+        return self.annotate(_latest_status=Subquery(latest.values("status")[:1])).filter(
+            _latest_status=status
+        )
+
+
+class Session(models.Model):
+    """One conversation between a user and an agent application (SPEC.md 2).
+
+    `state` is the session state object (JSON); state deltas of stored events are merged
+    into it. `updated_at` is the last activity (latest event or turn change), UTC.
+    """
+
+    class SourceFormat(models.TextChoices):
+        RUNTIME = "runtime", "agentops runtime"
+        DEMO = "demo", "Demo data"
+        CLAUDE_CODE = "claude_code", "Claude Code JSONL"
+        CODEX_CLI = "codex_cli", "Codex CLI rollout"
+        GOOGLE_ADK = "google_adk", "Google ADK session"
+        OPENAI_CHAT = "openai_chat", "OpenAI chat messages"
+        OPENAI_AGENTS = "openai_agents", "OpenAI Agents SDK run state"
+        AGENTOPS_EXPORT = "agentops_export", "agentops export"
+
+    id = models.CharField(primary_key=True, max_length=255)
+    app_name = models.CharField(max_length=255, db_index=True)
+    user_id = models.CharField(max_length=255, blank=True, default="")
+    title = models.CharField(max_length=500, blank=True, default="")
+    state = models.JSONField(default=dict, blank=True)
+    source_format = models.CharField(
+        max_length=32, choices=SourceFormat.choices, default=SourceFormat.RUNTIME
+    )
+    source_path = models.CharField(max_length=1000, blank=True, default="")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at", "id"]
+        indexes = [
+            # Sessions list: newest activity first.
+            models.Index(F("updated_at").desc(), "id", name="session_updated_idx"),
+        ]
+        permissions = [
+            ("record_tool_outcome", "Can record the outcome of an unanswered tool call"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class Turn(models.Model):
+    """One user turn of a session (SPEC.md 2): status, reason and a safe failure.
+
+    `failure_code` is empty when the turn has no failure; then `failure_stage` and
+    `failure_message` are empty too. `started_at`/`finished_at` are UTC; `finished_at` is
+    None while running.
+    """
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        COMPLETED = "completed"
+        INTERRUPTED = "interrupted"
+        FAILED = "failed"
+
+    class Reason(models.TextChoices):
+        NONE = "", "—"
+        CANCELED = "canceled"
+        DEADLINE_EXCEEDED = "deadline_exceeded"
+        CONSUMER_STOPPED = "consumer_stopped"
+        AGENT_ERROR = "agent_error"
+        ABANDONED = "abandoned"
+
+    class Stage(models.TextChoices):
+        NONE = "", "—"
+        AGENT = "agent"
+        PROVIDER = "provider"
+        TOOL = "tool"
+        PERSISTENCE = "persistence"
+        CONSUMER = "consumer"
+
+    id = models.CharField(primary_key=True, max_length=255)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    reason = models.CharField(max_length=32, choices=Reason.choices, blank=True, default="")
+    failure_code = models.CharField(max_length=128, blank=True, default="")
+    failure_stage = models.CharField(max_length=16, choices=Stage.choices, blank=True, default="")
+    failure_message = models.TextField(blank=True, default="")
+    # Why the importer chose this outcome (e.g. "interrupt marker at line 17"); empty for runs.
+    status_note = models.CharField(max_length=500, blank=True, default="")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["started_at", "id"]
+        indexes = [
+            # Session page timeline and "latest turn" subqueries: turns of a session in order.
+            models.Index(fields=["session", "started_at", "id"], name="turn_session_order_idx"),
+            # Triage and status filters: turns by status, newest first.
+            models.Index(fields=["status", "-started_at"], name="turn_status_started_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["running", "completed", "interrupted", "failed"]),
+                name="turn_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """Seconds from start to finish, or None while running."""
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+class EventQuerySet(models.QuerySet["Event"]):
+    def active(self) -> EventQuerySet:
+        """Events that count for the conversation: neither soft-deleted nor archived."""
+        return self.filter(deleted_at__isnull=True, archived_at__isnull=True)
+
+
+class Event(models.Model):
+    """One stored, complete event of a session (SPEC.md 1).
+
+    Shapes (JSON columns):
+    - `parts`: list of ContentPart dicts {type, text, image_url, image_base64, mime_type,
+      image_detail}; when non-empty they take precedence over `text`.
+    - `tool_calls`: list of {id, name, arguments: object, thought_signature?: base64 str}.
+    - `tool_response`: {tool_call_id, name, result} or {tool_call_id, name, error}, or None.
+    - `usage`: {prompt_tokens, completion_tokens, total_tokens, details: object} or None.
+    - `state_delta`: object merged into the session state when the event was stored.
+    - `pending_call_ids`: ids of this event's tool calls that the source marks as awaiting
+      approval or long-running (kept as pending, not as unanswered).
+    - `raw`: the source record(s) the event was imported from, for "raw JSON" on demand.
+    `turn_id` is "" for legacy events (no turn); it is not a foreign key because SPEC.md 2
+    allows ids of turns that have no record.
+    """
+
+    class Role(models.TextChoices):
+        SYSTEM = "system"
+        USER = "user"
+        ASSISTANT = "assistant"
+        TOOL = "tool"
+
+    class FinishReason(models.TextChoices):
+        NONE = "", "—"
+        STOP = "stop"
+        TOOL_CALLS = "tool_calls"
+        LENGTH = "length"
+        CONTENT_FILTER = "content_filter"
+
+    id = models.BigAutoField(primary_key=True)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    turn_id = models.CharField(max_length=255, blank=True, default="")
+    source_id = models.CharField(max_length=255, blank=True, default="")
+    author = models.CharField(max_length=255, blank=True, default="")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    text = models.TextField(blank=True, default="")
+    parts = models.JSONField(default=list, blank=True)
+    reasoning = models.TextField(blank=True, default="")
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_response = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=255, blank=True, default="")
+    pending_call_ids = models.JSONField(default=list, blank=True)
+    finish_reason = models.CharField(
+        max_length=16, choices=FinishReason.choices, blank=True, default=""
+    )
+    usage = models.JSONField(null=True, blank=True)
+    state_delta = models.JSONField(default=dict, blank=True)
+    raw = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            # Session page and projection: a session's active events in id order.
+            models.Index(
+                fields=["session", "id"],
+                name="event_session_active_idx",
+                condition=Q(deleted_at__isnull=True, archived_at__isnull=True),
+            ),
+            # Session page: the events of one turn.
+            models.Index(fields=["session", "turn_id", "id"], name="event_session_turn_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"event {self.id} ({self.role})"
+
+    @property
+    def answered_call_id(self) -> str:
+        """The call id a tool event answers (SPEC.md 1): tool_response's, else tool_call_id."""
+        if self.tool_response and self.tool_response.get("tool_call_id"):
+            return str(self.tool_response["tool_call_id"])
+        return self.tool_call_id
+
+    def as_dict(self) -> dict[str, Any]:
+        """The event as a JSON-ready dict of its stored fields (timestamps ISO 8601 UTC)."""
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "turn_id": self.turn_id,
+            "source_id": self.source_id,
+            "author": self.author,
+            "role": self.role,
+            "text": self.text,
+            "parts": self.parts,
+            "reasoning": self.reasoning,
+            "tool_calls": self.tool_calls,
+            "tool_response": self.tool_response,
+            "tool_call_id": self.tool_call_id,
+            "pending_call_ids": self.pending_call_ids,
+            "finish_reason": self.finish_reason,
+            "usage": self.usage,
+            "state_delta": self.state_delta,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "deleted_at": self.deleted_at.isoformat() if self.deleted_at else None,
+            "archived_at": self.archived_at.isoformat() if self.archived_at else None,
+        }
+
+
+class ImportedFile(models.Model):
+    """A transcript file that landed, by content hash, so re-importing it is a no-op."""
+
+    sha256 = models.CharField(max_length=64, unique=True)
+    path = models.CharField(max_length=1000)
+    source_format = models.CharField(max_length=32, choices=Session.SourceFormat.choices)
+    session_ids = models.JSONField(default=list)
+    imported_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.path

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from sessions_app import views
+
+app_name = "sessions"
+
+urlpatterns = [
+    path("", views.session_list, name="list"),
+    path("<str:session_id>/", views.session_detail, name="detail"),
+    path("<str:session_id>/turns/", views.session_turns, name="turns"),
+    path("<str:session_id>/turns/<str:turn_id>/events/", views.turn_events, name="turn_events"),
+    path("<str:session_id>/events/<int:event_id>/raw/", views.event_raw, name="event_raw"),
+]

@@ -1,0 +1,59 @@
+"""Shared fixtures: personas (admin, operator, outsider) and the corpus location."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+# The third-party transcripts live beside the project, never inside it.
+CORPUS = Path(os.environ.get("AGENTOPS_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
+
+
+@pytest.fixture
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.fail(f"corpus not found at {CORPUS}; set AGENTOPS_CORPUS")
+    return CORPUS
+
+
+def _user_in(username: str, group: str | None) -> User:
+    user = User.objects.create_user(username=username, password="pw-" + username)
+    if group:
+        user.groups.add(Group.objects.get(name=group))
+    return user
+
+
+@pytest.fixture
+def admin_user(db) -> User:
+    return _user_in("ada-admin", "admins")
+
+
+@pytest.fixture
+def operator_user(db) -> User:
+    return _user_in("otto-operator", "operators")
+
+
+@pytest.fixture
+def outsider_user(db) -> User:
+    return _user_in("olga-outsider", None)
+
+
+@pytest.fixture
+def admin_client(client, admin_user):
+    client.force_login(admin_user)
+    return client
+
+
+@pytest.fixture
+def operator_client(client, operator_user):
+    client.force_login(operator_user)
+    return client
+
+
+@pytest.fixture
+def outsider_client(client, outsider_user):
+    client.force_login(outsider_user)
+    return client

@@ -1,0 +1,64 @@
+"""The todo list a session's agent keeps (SPEC.md section 7).
+
+These rows are the one source of truth for a session's list; the session-state key
+`todos` is served from them (never stored twice). `TodoList.version` grows by one with
+every change, so an edit based on an older version can be detected and refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+
+class TodoList(models.Model):
+    """A session's todo list header: its version and when it last changed (UTC)."""
+
+    session = models.OneToOneField(
+        "sessions_app.Session", on_delete=models.CASCADE, related_name="todo_list"
+    )
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"todos of {self.session_id} (v{self.version})"
+
+    def as_state(self) -> list[dict[str, Any]]:
+        """The list as the state value `todos`: [{content, status, active_form?}, ...]."""
+        return [item.as_state() for item in self.items.all()]
+
+
+class TodoItem(models.Model):
+    """One item: content, status (pending / in_progress / completed or any other string)
+    and the active form shown while it is in progress."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        IN_PROGRESS = "in_progress"
+        COMPLETED = "completed"
+
+    todo_list = models.ForeignKey(TodoList, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField()
+    content = models.TextField()
+    status = models.CharField(max_length=64, default=Status.PENDING)
+    active_form = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["todo_list", "position"]
+        constraints = [
+            # One item per slot; the list is read in position order.
+            models.UniqueConstraint(
+                fields=["todo_list", "position"], name="todo_item_unique_position"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.position}: {self.content} [{self.status}]"
+
+    def as_state(self) -> dict[str, Any]:
+        """{content, status, active_form?} with active_form omitted when empty (SPEC.md 7)."""
+        item: dict[str, Any] = {"content": self.content, "status": self.status}
+        if self.active_form:
+            item["active_form"] = self.active_form
+        return item
