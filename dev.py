@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Set up and run agentops with nothing but Python installed.
+
+    python3 dev.py serve   # venv + deps, SQLite database, demo sessions, admin account,
+                           # then the dashboard on http://127.0.0.1:8000 (daphne)
+    python3 dev.py test    # venv + deps (+ Debian's chromium when possible), whole test suite
+
+Environment variables are passed through (see .env.example); extra arguments after
+`test` go to pytest.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+PY = VENV / "bin" / "python"
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None) -> None:
+    print("+", " ".join(str(a) for a in args), flush=True)
+    subprocess.run([str(a) for a in args], cwd=ROOT, check=True, env=env)
+
+
+def ensure_venv() -> None:
+    """Create .venv and install the project with its dev extras (pinned by constraints.txt)."""
+    stamp = VENV / ".installed"
+    sources = [ROOT / "pyproject.toml", ROOT / "constraints.txt"]
+    newest = max(p.stat().st_mtime for p in sources if p.exists())
+    if stamp.exists() and stamp.stat().st_mtime >= newest:
+        return
+    if not PY.exists():
+        venv.create(VENV, with_pip=True)
+    run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    run(PY, "-m", "pip", "install", "--quiet", "-c", "constraints.txt", "-e", ".[dev]")
+    stamp.touch()
+
+
+def ensure_chromium() -> None:
+    """Install Debian's chromium for the browser tests when missing and we are root."""
+    if shutil.which("chromium") or Path("/usr/bin/chromium").exists():
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        print("chromium not found and cannot be installed here: browser tests will be skipped")
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    run("apt-get", "update", "-qq", env=env)
+    run("apt-get", "install", "-y", "-qq", "chromium", env=env)
+
+
+def serve() -> None:
+    ensure_venv()
+    run(PY, "manage.py", "migrate", "--no-input")
+    run(PY, "manage.py", "load_demo")
+    run(PY, "manage.py", "ensure_local_admin")
+    print("\nagentops: http://127.0.0.1:8000/  (Ctrl-C to stop)\n", flush=True)
+    os.execv(str(PY), [str(PY), "-m", "daphne", "-b", "127.0.0.1", "-p", "8000", "agentops.asgi:application"])
+
+
+def test(extra: list[str]) -> None:
+    ensure_venv()
+    ensure_chromium()
+    (ROOT / ".local").mkdir(exist_ok=True)
+    run(PY, "-m", "pytest", *extra)
+
+
+def main() -> None:
+    os.chdir(ROOT)
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command == "serve":
+        serve()
+    elif command == "test":
+        test(sys.argv[2:])
+    else:
+        sys.exit("usage: python3 dev.py serve | python3 dev.py test [pytest args]")
+
+
+if __name__ == "__main__":
+    main()

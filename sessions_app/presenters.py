@@ -1,0 +1,113 @@
+"""Turn stored events into what the session page shows (presentation only, no rules).
+
+`conversation()` pairs each tool call with the tool event that answers it (the first
+unanswered call with that id, SPEC.md 5), so a call and its result render together; tool
+events that answer no call in view are shown on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import QueryDict
+from django.utils.safestring import SafeString, mark_safe
+
+from sessions_app.models import Event
+from sessions_app.rendering import pretty_json, render_markdown
+
+
+@dataclass
+class ToolCallView:
+    """One tool call of an assistant event and, when stored, its result event."""
+
+    id: str
+    name: str
+    arguments_json: str
+    result: Event | None = None
+    pending: bool = False
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.result and self.result.tool_response and "error" in self.result.tool_response)
+
+    @property
+    def result_text(self) -> str:
+        """The result as text: the error, the result value (JSON unless a string), or text."""
+        if self.result is None:
+            return ""
+        response = self.result.tool_response
+        if response:
+            value = response.get("error") if "error" in response else response.get("result")
+            return value if isinstance(value, str) else pretty_json(value)
+        return self.result.text
+
+
+@dataclass
+class EventView:
+    """An event ready to render: sanitised HTML of its text and its paired tool calls."""
+
+    event: Event
+    html: SafeString
+    images: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[ToolCallView] = field(default_factory=list)
+
+    @property
+    def is_state_only(self) -> bool:
+        e = self.event
+        return not (e.text or e.parts or e.reasoning or e.tool_calls or e.tool_response) and bool(
+            e.state_delta
+        )
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        return self.event.usage or None
+
+
+def _message_html(event: Event) -> tuple[SafeString, list[dict[str, Any]]]:
+    # Parts take precedence over plain text (SPEC.md 1).
+    if event.parts:
+        texts = [p.get("text") or "" for p in event.parts if p.get("type") == "text"]
+        images = [p for p in event.parts if p.get("type") in {"image_url", "image_base64"}]
+        return mark_safe(render_markdown("\n\n".join(texts))), images  # noqa: S308
+    return mark_safe(render_markdown(event.text)), []  # noqa: S308 - sanitised by nh3
+
+
+def conversation(events: Sequence[Event]) -> list[EventView]:
+    """The events in order as EventViews, with tool results folded into their calls.
+
+    A tool event is folded into the first earlier call in `events` with the same id that
+    has no result yet; otherwise it stays in the list as a standalone result.
+    """
+    views: list[EventView] = []
+    open_calls: dict[str, list[ToolCallView]] = {}
+    for event in events:
+        if event.role == Event.Role.TOOL:
+            waiting = open_calls.get(event.answered_call_id)
+            if waiting:
+                waiting.pop(0).result = event
+                continue
+        html, images = _message_html(event)
+        view = EventView(event=event, html=html, images=images)
+        pending = set(event.pending_call_ids or [])
+        for call in event.tool_calls or []:
+            call_view = ToolCallView(
+                id=str(call.get("id", "")),
+                name=str(call.get("name", "")),
+                arguments_json=pretty_json(call.get("arguments", {})),
+                pending=call.get("id") in pending,
+            )
+            view.calls.append(call_view)
+            open_calls.setdefault(call_view.id, []).append(call_view)
+        views.append(view)
+    return views
+
+
+def query_without(params: QueryDict, *names: str) -> str:
+    """The query string of `params` without `names`, for pagination links ("" if empty)."""
+    kept: Iterable[tuple[str, str]] = (
+        (key, value) for key, values in params.lists() if key not in names for value in values
+    )
+    return urlencode(list(kept))

@@ -1,0 +1,54 @@
+"""Safe rendering of untrusted model output for the dashboard.
+
+Markdown is parsed by markdown-it-py (CommonMark plus GFM tables and strikethrough) with
+raw HTML disabled, so `<script>` in model text becomes literal text; the HTML produced is
+then passed through nh3 (ammonia) with a fixed allow-list as a second line of defence.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import nh3
+from markdown_it import MarkdownIt
+
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+_markdown.enable(["table", "strikethrough"])
+
+_ALLOWED_TAGS = {
+    "a", "p", "br", "hr", "pre", "code", "blockquote", "em", "strong", "del", "s",
+    "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6",
+    "table", "thead", "tbody", "tr", "th", "td", "img",
+}  # fmt: skip
+_ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "img": {"src", "alt", "title"},
+    "th": {"style"},
+    "td": {"style"},
+    "ol": {"start"},
+    "code": {"class"},
+}
+
+
+def render_markdown(text: str) -> str:
+    """Markdown `text` as sanitised HTML (a str safe to mark safe in a template).
+
+    Links get rel="noopener noreferrer nofollow"; only http(s) and mailto URLs survive.
+    """
+    if not text:
+        return ""
+    html = _markdown.render(text)
+    return nh3.clean(
+        html,
+        tags=_ALLOWED_TAGS,
+        attributes=_ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+        filter_style_properties={"text-align"},
+    )
+
+
+def pretty_json(value: Any) -> str:
+    """`value` as indented JSON text (non-ASCII kept, keys in stored order)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
