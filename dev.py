@@ -60,7 +60,10 @@ def serve() -> None:
     run(PY, "manage.py", "load_demo")
     run(PY, "manage.py", "ensure_local_admin")
     print("\nagentops: http://127.0.0.1:8000/  (Ctrl-C to stop)\n", flush=True)
-    os.execv(str(PY), [str(PY), "-m", "daphne", "-b", "127.0.0.1", "-p", "8000", "agentops.asgi:application"])
+    os.execv(
+        str(PY),
+        [str(PY), "-m", "daphne", "-b", "127.0.0.1", "-p", "8000", "agentops.asgi:application"],
+    )
 
 
 def test(extra: list[str]) -> None:

@@ -31,7 +31,9 @@ class ToolCallView:
 
     @property
     def is_error(self) -> bool:
-        return bool(self.result and self.result.tool_response and "error" in self.result.tool_response)
+        return bool(
+            self.result and self.result.tool_response and "error" in self.result.tool_response
+        )
 
     @property
     def result_text(self) -> str:
@@ -71,8 +73,8 @@ def _message_html(event: Event) -> tuple[SafeString, list[dict[str, Any]]]:
     if event.parts:
         texts = [p.get("text") or "" for p in event.parts if p.get("type") == "text"]
         images = [p for p in event.parts if p.get("type") in {"image_url", "image_base64"}]
-        return mark_safe(render_markdown("\n\n".join(texts))), images  # noqa: S308
-    return mark_safe(render_markdown(event.text)), []  # noqa: S308 - sanitised by nh3
+        return mark_safe(render_markdown("\n\n".join(texts))), images
+    return mark_safe(render_markdown(event.text)), []
 
 
 def conversation(events: Sequence[Event]) -> list[EventView]:

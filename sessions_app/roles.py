@@ -7,7 +7,7 @@ admins.
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 OPERATORS = "operators"
 ADMINS = "admins"
@@ -19,11 +19,11 @@ EDIT_TODOS_PERMISSION = "todos_app.change_todoitem"
 RECORD_OUTCOME_PERMISSION = "sessions_app.record_tool_outcome"
 
 
-def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
+def can_view(user: User | AnonymousUser) -> bool:
     """True when `user` is signed in and has a role that may read sessions."""
     return bool(user.is_authenticated and user.has_perm(VIEW_PERMISSION))
 
 
-def can_edit_todos(user: AbstractBaseUser | AnonymousUser) -> bool:
+def can_edit_todos(user: User | AnonymousUser) -> bool:
     """True when `user` may edit todo lists (admins and superusers)."""
     return bool(user.is_authenticated and user.has_perm(EDIT_TODOS_PERMISSION))

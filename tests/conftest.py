@@ -9,7 +9,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 # The third-party transcripts live beside the project, never inside it.
-CORPUS = Path(os.environ.get("AGENTOPS_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
+CORPUS = Path(
+    os.environ.get("AGENTOPS_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus")
+)
 
 
 @pytest.fixture

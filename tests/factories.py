@@ -11,19 +11,32 @@ from todos_app.models import TodoItem, TodoList
 BASE = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
 
-def make_session(session_id: str = "s-1", *, app: str = "coder", turns: int = 1,
-                 events_per_turn: int = 2, statuses: list[str] | None = None,
-                 text: str = "hello", todos: list[dict[str, Any]] | None = None) -> Session:
+def make_session(
+    session_id: str = "s-1",
+    *,
+    app: str = "coder",
+    turns: int = 1,
+    events_per_turn: int = 2,
+    statuses: list[str] | None = None,
+    text: str = "hello",
+    todos: list[dict[str, Any]] | None = None,
+) -> Session:
     """A session with `turns` turns of `events_per_turn` events (user, then assistant...)."""
     session = Session.objects.create(
-        id=session_id, app_name=app, user_id="u-1", title=f"Session {session_id}",
-        created_at=BASE, updated_at=BASE + timedelta(minutes=turns),
+        id=session_id,
+        app_name=app,
+        user_id="u-1",
+        title=f"Session {session_id}",
+        created_at=BASE,
+        updated_at=BASE + timedelta(minutes=turns),
     )
     rows: list[Event] = []
     for t in range(turns):
         status = (statuses or ["completed"])[t % len(statuses or ["completed"])]
         turn = Turn.objects.create(
-            id=f"{session_id}-t{t:05d}", session=session, status=status,
+            id=f"{session_id}-t{t:05d}",
+            session=session,
+            status=status,
             reason={"interrupted": "canceled", "failed": "agent_error"}.get(status, ""),
             failure_code="provider_error" if status == "failed" else "",
             failure_stage="provider" if status == "failed" else "",
@@ -32,10 +45,17 @@ def make_session(session_id: str = "s-1", *, app: str = "coder", turns: int = 1,
         )
         for i in range(events_per_turn):
             role = "user" if i == 0 else "assistant"
-            rows.append(Event(
-                session=session, turn_id=turn.id, author=role, role=role,
-                text=f"{text} {t}.{i}", created_at=turn.started_at, updated_at=turn.started_at,
-            ))
+            rows.append(
+                Event(
+                    session=session,
+                    turn_id=turn.id,
+                    author=role,
+                    role=role,
+                    text=f"{text} {t}.{i}",
+                    created_at=turn.started_at,
+                    updated_at=turn.started_at,
+                )
+            )
     Event.objects.bulk_create(rows, batch_size=2000)
     if todos:
         todo_list = TodoList.objects.create(session=session, version=1, updated_at=BASE)

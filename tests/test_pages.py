@@ -30,8 +30,12 @@ def test_user_without_role_gets_403_on_list_and_404_on_session(outsider_client):
 
 
 def test_list_shows_summary_columns(operator_client):
-    make_session("s-a", turns=3, statuses=["completed", "failed"], todos=[
-        {"content": "one", "status": "completed"}, {"content": "two", "status": "pending"}])
+    make_session(
+        "s-a",
+        turns=3,
+        statuses=["completed", "failed"],
+        todos=[{"content": "one", "status": "completed"}, {"content": "two", "status": "pending"}],
+    )
     body = operator_client.get(reverse("sessions:list")).content.decode()
     assert "Session s-a" in body
     assert "status-completed" in body  # latest of 3 turns: completed, failed, completed
@@ -59,7 +63,9 @@ def test_list_htmx_request_gets_only_the_results_fragment(operator_client):
 
 
 @pytest.mark.parametrize("count", [1, 40])
-def test_list_query_count_does_not_grow_with_sessions(operator_client, django_assert_num_queries, count):
+def test_list_query_count_does_not_grow_with_sessions(
+    operator_client, django_assert_num_queries, count
+):
     for i in range(count):
         make_session(f"s-{i}", turns=3)
     # auth session, user, user perms, group perms, count, page rows, app names
@@ -71,8 +77,9 @@ def test_list_query_count_does_not_grow_with_sessions(operator_client, django_as
 def test_session_page_query_count_does_not_grow_with_turns_or_events(
     operator_client, django_assert_num_queries, turns, events
 ):
-    make_session("s-big", turns=turns, events_per_turn=events,
-                 todos=[{"content": "x", "status": "pending"}])
+    make_session(
+        "s-big", turns=turns, events_per_turn=events, todos=[{"content": "x", "status": "pending"}]
+    )
     # auth session, user, perms x2, session+todo list, todo items, turn count, turns page, legacy
     with django_assert_num_queries(9):
         response = operator_client.get(reverse("sessions:detail", args=["s-big"]))
@@ -93,20 +100,32 @@ def test_turn_events_render_markdown_and_keep_script_inert(operator_client):
     ).content.decode()
     assert "<strong>bold</strong>" in body
     assert "<script>alert(1)" not in body and "&lt;script&gt;" in body
-    assert "<img src=x onerror" not in body and "<img src=\"x\"" not in body
+    assert "<img src=x onerror" not in body and '<img src="x"' not in body
 
 
 def test_turn_events_pair_tool_calls_with_results_and_mark_unanswered(operator_client):
     session = make_session("s-t", events_per_turn=1)
     turn = Turn.objects.get(session=session)
     when = turn.started_at
-    Event.objects.create(session=session, turn_id=turn.id, role="assistant", created_at=when,
-                         updated_at=when, tool_calls=[
-                             {"id": "c1", "name": "read_file", "arguments": {"path": "a"}},
-                             {"id": "c2", "name": "bash", "arguments": {"cmd": "ls"}}])
-    Event.objects.create(session=session, turn_id=turn.id, role="tool", created_at=when,
-                         updated_at=when, tool_response={"tool_call_id": "c1", "name": "read_file",
-                                                         "result": "contents of a"})
+    Event.objects.create(
+        session=session,
+        turn_id=turn.id,
+        role="assistant",
+        created_at=when,
+        updated_at=when,
+        tool_calls=[
+            {"id": "c1", "name": "read_file", "arguments": {"path": "a"}},
+            {"id": "c2", "name": "bash", "arguments": {"cmd": "ls"}},
+        ],
+    )
+    Event.objects.create(
+        session=session,
+        turn_id=turn.id,
+        role="tool",
+        created_at=when,
+        updated_at=when,
+        tool_response={"tool_call_id": "c1", "name": "read_file", "result": "contents of a"},
+    )
     body = operator_client.get(
         reverse("sessions:turn_events", args=["s-t", turn.id]), headers={"HX-Request": "true"}
     ).content.decode()
@@ -123,7 +142,9 @@ def test_turn_events_are_keyset_paginated(operator_client, settings):
     first = operator_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert first.count('class="event ') == 10 and "?after=" in first
     last_id = Event.objects.filter(session_id="s-p").order_by("id")[19].id
-    third = operator_client.get(url, {"after": last_id}, headers={"HX-Request": "true"}).content.decode()
+    third = operator_client.get(
+        url, {"after": last_id}, headers={"HX-Request": "true"}
+    ).content.decode()
     assert third.count('class="event ') == 5 and "?after=" not in third
 
 
@@ -132,8 +153,9 @@ def test_raw_json_of_an_event(operator_client):
     event = Event.objects.filter(session_id="s-r").first()
     response = operator_client.get(reverse("sessions:event_raw", args=["s-r", event.id]))
     assert response.json()["event"]["id"] == event.id
-    htmx = operator_client.get(reverse("sessions:event_raw", args=["s-r", event.id]),
-                               headers={"HX-Request": "true"})
+    htmx = operator_client.get(
+        reverse("sessions:event_raw", args=["s-r", event.id]), headers={"HX-Request": "true"}
+    )
     assert htmx.content.decode().startswith('<pre class="json raw">')
 
 
