@@ -1,0 +1,31 @@
+"""What only a browser shows: htmx lazy loading works and hostile model output stays inert."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import sign_in
+from tests.factories import make_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+HOSTILE = '**Done.** <script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2">'
+
+
+def test_session_page_loads_turn_events_and_never_runs_model_html(
+    page, live_server, operator_user, screenshot_dir
+):
+    make_session("s-xss", turns=3, text=HOSTILE, statuses=["completed", "failed", "interrupted"])
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    sign_in(page, live_server, operator_user.username, "pw-" + operator_user.username)
+
+    page.click("text=Session s-xss")
+    # Turn events arrive through htmx on reveal.
+    page.wait_for_selector(".events.loaded .event")
+    assert page.locator(".markdown strong", has_text="Done.").first.is_visible()
+    assert "<script>window.__pwned = 1</script>" in page.locator(".markdown").first.inner_text()
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator(".markdown img").count() == 0
+    assert dialogs == []
+    page.screenshot(path=str(screenshot_dir / "session-xss.png"), full_page=True)
