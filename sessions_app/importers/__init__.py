@@ -1,0 +1,254 @@
+"""Transcript importers: format detection, one parser per format, and `import_file`.
+
+Formats (shared/corpus/README.md): Claude Code JSONL, Codex CLI rollout JSONL, Google
+ADK session JSON (snake_case and camelCase), OpenAI chat-completions message lists
+(bare list or SWE-agent trajectory `history`), OpenAI Agents SDK RunState. Each parser
+returns the normalised form of `base.py`; `writer.write_parsed_session` stores it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from sessions_app.importers.base import (
+    ImportProblem,
+    ParsedEvent,
+    ParsedSession,
+    ParsedTodo,
+    ParsedTurn,
+    ParseResult,
+)
+from sessions_app.importers.claude_code import parse_claude_code
+from sessions_app.importers.codex_cli import parse_codex_cli
+from sessions_app.importers.google_adk import looks_like_adk, parse_google_adk
+from sessions_app.importers.openai import (
+    chat_messages,
+    looks_like_run_state,
+    parse_openai_agents,
+    parse_openai_chat,
+)
+from sessions_app.importers.writer import delete_sessions, write_parsed_session
+from sessions_app.models import ImportedFile, Session
+
+__all__ = [
+    "FORMATS",
+    "ImportProblem",
+    "ImportReport",
+    "ParseResult",
+    "ParsedEvent",
+    "ParsedSession",
+    "ParsedTodo",
+    "ParsedTurn",
+    "UnknownFormatError",
+    "detect_format",
+    "import_file",
+    "parse_file",
+    "write_parsed_session",
+]
+
+F = Session.SourceFormat
+JSONL_FORMATS = {F.CLAUDE_CODE, F.CODEX_CLI}
+FORMATS: tuple[str, ...] = (
+    F.CLAUDE_CODE,
+    F.CODEX_CLI,
+    F.GOOGLE_ADK,
+    F.OPENAI_CHAT,
+    F.OPENAI_AGENTS,
+)
+CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context"}
+CLAUDE_TYPES = {
+    "user",
+    "assistant",
+    "summary",
+    "system",
+    "progress",
+    "queue-operation",
+    "file-history-snapshot",
+}
+
+
+class UnknownFormatError(ValueError):
+    """The file is not in any supported format (or not in the one forced). Has `path`."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+
+
+def _detect_jsonl(text: str) -> str | None:
+    for line in text.splitlines()[:50]:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        if record.get("type") in CODEX_TYPES and "payload" in record:
+            return F.CODEX_CLI
+        if record.get("type") in CLAUDE_TYPES or "sessionId" in record:
+            return F.CLAUDE_CODE
+    return None
+
+
+def _detect_json(data: Any) -> str | None:
+    if looks_like_run_state(data):
+        return F.OPENAI_AGENTS
+    if looks_like_adk(data):
+        return F.GOOGLE_ADK
+    if chat_messages(data) is not None:
+        return F.OPENAI_CHAT
+    return None
+
+
+def detect_format(path: Path, text: str) -> str | None:
+    """The `Session.SourceFormat` value of a file's content, or None when unknown.
+
+    JSONL (any line-per-record file): Codex when a record has `type` session_meta /
+    response_item / event_msg / turn_context and a `payload`; Claude Code when a record
+    has a Claude record type or `sessionId`. A whole-file JSON document: RunState, ADK
+    session, or chat message list. The file name is only a tie-breaker (JSON first for
+    `.json`, JSONL first otherwise).
+    """
+    if path.suffix != ".json":
+        found = _detect_jsonl(text)
+        if found:
+            return found
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _detect_jsonl(text) if path.suffix == ".json" else None
+    return _detect_json(data)
+
+
+def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
+    """Read and parse `path` (UTF-8) in `source_format` ("auto" = detect).
+
+    Returns the sessions and the problems found. Raises `UnknownFormatError` when the
+    format cannot be detected or the content does not fit the forced format, and
+    OSError when the file cannot be read.
+    """
+    text = path.read_text(encoding="utf-8", errors="replace")
+    fmt = detect_format(path, text) if source_format == "auto" else source_format
+    if fmt is None:
+        raise UnknownFormatError(path, "unknown format (not a supported transcript)")
+    if fmt == F.CLAUDE_CODE:
+        result = parse_claude_code(path, text)
+    elif fmt == F.CODEX_CLI:
+        result = parse_codex_cli(path, text)
+    else:
+        result = _parse_json(path, text, fmt)
+    result.source_format = fmt
+    return result
+
+
+def _parse_json(path: Path, text: str, fmt: str) -> ParseResult:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UnknownFormatError(
+            path, f"not a JSON document (line {exc.lineno}: {exc.msg})"
+        ) from None
+    parsers: dict[str, tuple[Callable[[Any], bool], Callable[[Path, Any], ParseResult]]] = {
+        F.GOOGLE_ADK: (looks_like_adk, parse_google_adk),
+        F.OPENAI_CHAT: (lambda d: chat_messages(d) is not None, parse_openai_chat),
+        F.OPENAI_AGENTS: (looks_like_run_state, parse_openai_agents),
+    }
+    if fmt not in parsers:
+        raise UnknownFormatError(path, f"unknown format {fmt!r}")
+    fits, parser = parsers[fmt]
+    if not fits(data):
+        raise UnknownFormatError(path, f"content is not in format {fmt!r}")
+    return parser(path, data)
+
+
+@dataclass(slots=True)
+class ImportReport:
+    """What `import_file` did with one file.
+
+    `status` is "imported", "already imported" or "refused" (strict mode and problems);
+    `stats` holds per-file totals (sessions, turns, events, tool_calls, unanswered_calls,
+    pending_calls, todo_items, skipped_lines); `replaced` lists the ids of sessions that
+    existed before and were replaced.
+    """
+
+    path: Path
+    source_format: str
+    status: str
+    problems: list[ImportProblem] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+    session_ids: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+
+
+def import_file(path: Path, source_format: str = "auto", *, strict: bool = False) -> ImportReport:
+    """Import one file in ONE transaction: it lands whole or not at all.
+
+    Same content (sha256) already imported -> nothing happens ("already imported").
+    Sessions that exist already (from another version of the file) are deleted and
+    recreated in the same transaction. With `strict`, any problem refuses the file and
+    nothing is written. Raises `UnknownFormatError` / OSError as `parse_file` does.
+    """
+    content = path.read_bytes()
+    digest = hashlib.sha256(content).hexdigest()
+    previous = ImportedFile.objects.filter(sha256=digest).first()
+    if previous is not None:
+        return ImportReport(
+            path=path,
+            source_format=previous.source_format,
+            status="already imported",
+            session_ids=list(previous.session_ids),
+        )
+    result = parse_file(path, source_format)
+    fmt = result.source_format
+    totals = dict.fromkeys(
+        (
+            "sessions",
+            "turns",
+            "events",
+            "tool_calls",
+            "unanswered_calls",
+            "pending_calls",
+            "todo_items",
+        ),
+        0,
+    )
+    for parsed in result.sessions:
+        totals["sessions"] += 1
+        for key, value in parsed.stats().items():
+            totals[key] += value
+    totals["skipped_lines"] = len(result.problems)
+    ids = [s.id for s in result.sessions]
+    report = ImportReport(
+        path=path,
+        source_format=str(fmt),
+        status="imported",
+        problems=result.problems,
+        stats=totals,
+        session_ids=ids,
+    )
+    if strict and result.problems:
+        report.status = "refused"
+        return report
+    with transaction.atomic():
+        report.replaced = list(Session.objects.filter(id__in=ids).values_list("id", flat=True))
+        delete_sessions(report.replaced)
+        # Records of older versions of these sessions' files no longer describe the db.
+        stale = [
+            f.pk
+            for f in ImportedFile.objects.only("pk", "path", "session_ids")
+            if f.path == str(path) or set(f.session_ids) & set(ids)
+        ]
+        ImportedFile.objects.filter(pk__in=stale).delete()
+        for parsed in result.sessions:
+            write_parsed_session(parsed, str(path))
+        ImportedFile.objects.create(
+            sha256=digest, path=str(path), source_format=str(fmt), session_ids=ids
+        )
+    return report
