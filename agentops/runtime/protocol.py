@@ -1,0 +1,111 @@
+"""Tool-protocol inspection: assistant tool calls without durable results (SPEC.md 5).
+
+Both functions are linear in the number of events (each event is looked at once, each
+call id is matched with O(1) dict and list operations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agentops.runtime.errors import ToolExecutionUnknownError
+from agentops.runtime.model import Event, Role, ToolCall
+
+__all__ = ["ToolProtocolIssue", "inspect_tool_protocol", "validate_tool_protocol"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProtocolIssue:
+    """One assistant event whose tool calls are not all answered (SPEC.md 5).
+
+    `event_id` is the assistant event's id (0 if it was never stored), `tool_calls` only
+    the unmatched calls in their original order, `position` the event's index in the
+    inspected sequence.
+    """
+
+    session_id: str
+    turn_id: str
+    event_id: int
+    tool_calls: tuple[ToolCall, ...]
+    position: int
+
+    def to_error(self) -> ToolExecutionUnknownError:
+        """The `ToolExecutionUnknownError` describing this issue."""
+        return ToolExecutionUnknownError(
+            self.session_id, self.turn_id, self.event_id, self.tool_calls
+        )
+
+
+_ASSISTANT = Role.ASSISTANT
+_TOOL = Role.TOOL
+
+
+def _scan(events: Sequence[Event], start: int, stop: int) -> list[ToolProtocolIssue]:
+    """Issues of ``events[start:stop]`` (positions relative to `events`), without copying."""
+    issues: list[ToolProtocolIssue] = []
+    i = start
+    while i < stop:
+        position = i
+        event = events[i]
+        content = event.content
+        calls = content.tool_calls
+        i += 1
+        if not calls or content.role != _ASSISTANT:
+            continue
+        # Call id -> positions of not-yet-matched calls with that id, reversed so that
+        # list.pop() yields the *first* unmatched one in O(1).
+        waiting: dict[str, list[int]] = {}
+        for index in range(len(calls) - 1, -1, -1):
+            waiting.setdefault(calls[index].id, []).append(index)
+        open_calls = len(calls)
+        turn_id = event.turn_id
+        while i < stop:
+            result = events[i]
+            result_content = result.content
+            if result_content.role != _TOOL:
+                break
+            i += 1
+            if open_calls and result.turn_id == turn_id:
+                positions = waiting.get(result_content.answered_call_id)
+                if positions:
+                    positions.pop()
+                    open_calls -= 1
+        # Scanning resumes after the tool run (i already points there), so a later group
+        # reusing a call id can never close this one.
+        if open_calls:
+            unmatched = sorted(index for positions in waiting.values() for index in positions)
+            issues.append(
+                ToolProtocolIssue(
+                    session_id=event.session_id,
+                    turn_id=turn_id,
+                    event_id=event.id,
+                    tool_calls=tuple(calls[index] for index in unmatched),
+                    position=position,
+                )
+            )
+    return issues
+
+
+def inspect_tool_protocol(events: Sequence[Event]) -> list[ToolProtocolIssue]:
+    """Every assistant tool-call event whose calls are not all answered, in order (SPEC.md 5).
+
+    For each assistant event with tool calls, the events right after it are scanned while
+    their role is tool. A tool event with another turn id is skipped without ending the
+    scan ("" equals ""). Each result marks the first not-yet-matched call with the same id
+    (`Content.answered_call_id`); extra, duplicate and unknown results are ignored.
+    Scanning resumes after the tool run. Never raises; never mutates `events`.
+    """
+    return _scan(events, 0, len(events))
+
+
+def validate_tool_protocol(events: Sequence[Event]) -> None:
+    """Raise `ToolExecutionUnknownError` for the first issue of `events`; else return None.
+
+    The error carries the session id, turn id, assistant event id and only the unmatched
+    calls; its `turn_failure()` is code ``tool_execution_unknown``, stage ``tool``, with a
+    fixed safe message (SPEC.md 5).
+    """
+    issues = _scan(events, 0, len(events))
+    if issues:
+        raise issues[0].to_error()

@@ -1,0 +1,370 @@
+"""The runner: one user turn against a stateless agent and a session service (SPEC.md 3).
+
+An *agent* is either
+
+- a callable ``agent(context: list[Event]) -> AsyncIterator[Event]`` (typically an
+  ``async def`` generator function), or
+- an object with a method ``run(context: list[Event]) -> AsyncIterator[Event]``.
+
+`context` is the projected history (SPEC.md 4) followed by the stored user event; the
+agent owns that list. It yields events: complete ones (``partial=False``) are stored and
+forwarded, partial ones (streaming fragments) are forwarded only. The runner stamps the
+session and turn ids on everything the agent yields. An agent fails by raising (or by
+yielding an exception instance, which is treated the same way). To be safe to store and
+show, an agent error should provide its own failure via ``turn_failure()`` (SPEC.md 6).
+
+Consumers should close the generator deterministically when they stop early, e.g.::
+
+    async with contextlib.aclosing(runner.run(session_id, "hi")) as events:
+        async for event in events:
+            ...
+
+(A bare ``break`` also works, but then the turn is finalised only when the garbage
+collector closes the generator.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, cast
+
+from agentops.runtime.errors import SessionNotFoundError
+from agentops.runtime.failures import FailureClassifier, default_failure_classifier
+from agentops.runtime.ids import new_id
+from agentops.runtime.model import Content, Event, Role, utc_now
+from agentops.runtime.projection import ProjectionInput, Projector, as_projector
+from agentops.runtime.protocol import validate_tool_protocol
+from agentops.runtime.session import (
+    FailureStage,
+    RunLock,
+    Session,
+    SessionService,
+    Turn,
+    TurnFailure,
+    TurnOutcome,
+    TurnReason,
+    TurnStatus,
+    TurnStore,
+)
+
+__all__ = ["Agent", "AgentLike", "Runner", "cleanup_errors"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Attribute under which clean-up errors are attached to the raised exception.
+_CLEANUP_ATTR = "__agentops_cleanup_errors__"
+
+
+class Agent(Protocol):
+    """An object whose ``run(context)`` yields the turn's events (see module docstring)."""
+
+    def run(self, context: list[Event]) -> AsyncIterator[Event | BaseException]:
+        """Yield events for `context` (projected history + the new user event)."""
+        ...
+
+
+AgentFunc = Callable[[list[Event]], AsyncIterator[Event | BaseException]]
+#: What `Runner` accepts as an agent: an `Agent` object or an agent function.
+AgentLike = Agent | AgentFunc
+
+
+def cleanup_errors(exc: BaseException) -> tuple[BaseException, ...]:
+    """Errors of clean-up writes (finalize, rollback deletes) attached to `exc` by a run.
+
+    The run raises the original cause; these are also summarised in its notes.
+    """
+    return tuple(getattr(exc, _CLEANUP_ATTR, ()))
+
+
+def _attach(exc: BaseException, errors: Sequence[BaseException], what: str) -> None:
+    if not errors:
+        return
+    try:
+        setattr(exc, _CLEANUP_ATTR, (*cleanup_errors(exc), *errors))
+    except (AttributeError, TypeError):  # exotic exceptions without a __dict__
+        pass
+    for error in errors:
+        exc.add_note(f"agentops: {what} failed: {type(error).__name__}: {error}")
+
+
+@dataclass
+class _Run:
+    session: Session
+    turn_id: str
+    stored_ids: list[int] = field(default_factory=list)
+
+
+class Runner:
+    """Runs user turns of `agent` against `session_service` (SPEC.md 3).
+
+    - `projector`: a `Projector`, a function ``(ProjectionInput) -> events`` (sync or
+      async), or None for the default projector (SPEC.md 4).
+    - `classifier`: ``(exception, stage) -> TurnFailure | None``, or None for
+      `default_failure_classifier` (SPEC.md 6).
+    - `cleanup_timeout`: seconds each clean-up write (finalize, interrupt, rollback) may
+      take; clean-up runs even after cancellation (SPEC.md 3).
+
+    Capabilities of the service are detected once: a `TurnStore` gives durable turns, a
+    `RunLock` serialises runs of one session; without a turn store failed turns are rolled
+    back (legacy semantics).
+    """
+
+    def __init__(
+        self,
+        agent: AgentLike,
+        session_service: SessionService,
+        *,
+        projector: Projector | Callable[[ProjectionInput], Any] | None = None,
+        classifier: FailureClassifier | None = None,
+        cleanup_timeout: float = 5.0,
+    ) -> None:
+        run = getattr(agent, "run", None)
+        if callable(run):
+            self._agent_fn = cast(AgentFunc, run)
+        elif callable(agent):
+            self._agent_fn = cast(AgentFunc, agent)
+        else:
+            raise TypeError(f"not an agent: {type(agent).__name__}")
+        self.agent = agent
+        self.session_service = session_service
+        self.projector: Projector = as_projector(projector)
+        self.classifier: FailureClassifier = classifier or default_failure_classifier
+        self.cleanup_timeout = cleanup_timeout
+        self._turn_store = session_service if isinstance(session_service, TurnStore) else None
+        self._run_lock = session_service if isinstance(session_service, RunLock) else None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    async def run(
+        self,
+        session_id: str,
+        user_input: Content | str,
+        *,
+        timeout: float | None = None,
+    ) -> AsyncIterator[Event]:
+        """Run one user turn; yield the turn's events as they come (SPEC.md 3).
+
+        `user_input`: text or a `Content` (its role is forced to user). `timeout`:
+        optional seconds for the whole run; when it passes, `TimeoutError` is raised and
+        the turn is recorded interrupted/deadline_exceeded.
+
+        Yields stored copies of complete events (id > 0) and partial events (id 0).
+        Raises `SessionNotFoundError`; `ToolExecutionUnknownError` (before the user input
+        is stored or the agent called) when history has unanswered tool calls; otherwise
+        the original error of the agent or store, with clean-up errors attached
+        (`cleanup_errors`, notes). Closing the generator early records the turn
+        interrupted/consumer_stopped (no turn store: rolls it back) and never raises.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        content = self._user_content(user_input)
+        async with AsyncExitStack() as stack:
+            session = await self._load_and_lock(session_id, stack)
+            store = self._turn_store
+            run = _Run(session=session, turn_id=new_id("turn"))
+            logger.debug("run %s: turn %s of session %s", new_id("run"), run.turn_id, session_id)
+            if store is not None:
+                if self._run_lock is not None:
+                    # The lock is ours, so any running turn belongs to a dead process.
+                    await store.interrupt_running_turns(session_id, TurnReason.ABANDONED)
+                await store.begin_turn(
+                    session_id,
+                    Turn(id=run.turn_id, session_id=session_id, started_at=utc_now()),
+                )
+            agent_iter: AsyncIterator[Event | BaseException] | None = None
+            stage = FailureStage.PERSISTENCE
+            try:
+                events = await self._bounded(self.session_service.list_events(session_id), deadline)
+                turns: list[Turn] = []
+                if store is not None:
+                    turns = await self._bounded(store.list_turns(session_id), deadline)
+                stage = FailureStage.AGENT
+                context = list(
+                    await self._bounded(
+                        self.projector.project(ProjectionInput(turns=turns, events=events)),
+                        deadline,
+                    )
+                )
+                stage = FailureStage.TOOL
+                validate_tool_protocol(context)
+                stage = FailureStage.PERSISTENCE
+                user_event = await self._bounded(
+                    self.session_service.append_event(
+                        Event(
+                            session_id=session_id,
+                            turn_id=run.turn_id,
+                            author="user",
+                            content=content,
+                        )
+                    ),
+                    deadline,
+                )
+                run.stored_ids.append(user_event.id)
+                context.append(user_event)
+                stage = FailureStage.AGENT
+                agent_iter = await self._start_agent(context)
+                while True:
+                    stage = FailureStage.AGENT
+                    try:
+                        item = await self._bounded(anext(agent_iter), deadline)
+                    except StopAsyncIteration:
+                        break
+                    if isinstance(item, BaseException):
+                        raise item
+                    stamped = item.model_copy(
+                        update={"session_id": session_id, "turn_id": run.turn_id}
+                    )
+                    if stamped.partial:
+                        stage = FailureStage.CONSUMER
+                        yield stamped.model_copy(update={"id": 0})
+                        continue
+                    stage = FailureStage.PERSISTENCE
+                    stored = await self._bounded(
+                        self.session_service.append_event(stamped), deadline
+                    )
+                    run.stored_ids.append(stored.id)
+                    stage = FailureStage.CONSUMER
+                    yield stored
+            except GeneratorExit:
+                await self._close_agent(agent_iter)
+                await self._consumer_stopped(run)
+                raise
+            except BaseException as cause:
+                await self._close_agent(agent_iter)
+                await self._fail(run, cause, stage)
+                raise
+            await self._close_agent(agent_iter)
+            if store is not None:
+                await self._cleanup(
+                    store.finalize_turn(run.turn_id, TurnOutcome(status=TurnStatus.COMPLETED))
+                )
+
+    # -- steps -----------------------------------------------------------------------
+
+    @staticmethod
+    def _user_content(user_input: Content | str) -> Content:
+        if isinstance(user_input, str):
+            return Content(role=Role.USER, text=user_input)
+        if user_input.role is Role.USER:
+            return user_input
+        return user_input.model_copy(update={"role": Role.USER})
+
+    async def _load_and_lock(self, session_id: str, stack: AsyncExitStack) -> Session:
+        """SPEC.md 3 step 2: load; with a lock, lock the key and load again until stable."""
+        session = await self.session_service.get_session(session_id)
+        if session is None:
+            raise SessionNotFoundError(session_id)
+        if self._run_lock is None:
+            return session
+        while True:
+            key = (session.app_name, session.user_id, session.id)
+            inner = AsyncExitStack()
+            await inner.enter_async_context(self._run_lock.run_lock(*key))
+            try:
+                reloaded = await self.session_service.get_session(session_id)
+            except BaseException:
+                await inner.aclose()
+                raise
+            if reloaded is None:
+                await inner.aclose()
+                raise SessionNotFoundError(session_id)
+            if (reloaded.app_name, reloaded.user_id, reloaded.id) == key:
+                stack.push_async_exit(inner)
+                return reloaded
+            await inner.aclose()
+            session = reloaded
+
+    async def _start_agent(self, context: list[Event]) -> AsyncIterator[Event | BaseException]:
+        result: Any = self._agent_fn(context)
+        if inspect.isawaitable(result) and not hasattr(result, "__anext__"):
+            result = await result
+        if not hasattr(result, "__anext__"):
+            raise TypeError(f"agent returned {type(result).__name__}, not an async iterator")
+        return cast(AsyncIterator[Event | BaseException], result)
+
+    @staticmethod
+    async def _bounded(awaitable: Awaitable[T], deadline: float | None) -> T:
+        if deadline is None:
+            return await awaitable
+        async with asyncio.timeout_at(deadline):
+            return await awaitable
+
+    async def _cleanup(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a clean-up write shielded from cancellation, bounded by `cleanup_timeout`.
+
+        If the caller is cancelled meanwhile, the write goes on in the background (still
+        bounded) and the cancellation propagates.
+        """
+        task = asyncio.ensure_future(asyncio.wait_for(coro, self.cleanup_timeout))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return await asyncio.shield(task)
+
+    async def _close_agent(self, agent_iter: AsyncIterator[Any] | None) -> None:
+        aclose = getattr(agent_iter, "aclose", None)
+        if aclose is None:
+            return
+        try:
+            await asyncio.wait_for(aclose(), self.cleanup_timeout)
+        except Exception:
+            logger.warning("closing the agent failed", exc_info=True)
+
+    async def _consumer_stopped(self, run: _Run) -> None:
+        """SPEC.md 3 step 9: the caller stopped; record it, never raise (only log)."""
+        try:
+            if self._turn_store is not None:
+                outcome = TurnOutcome(
+                    status=TurnStatus.INTERRUPTED, reason=TurnReason.CONSUMER_STOPPED
+                )
+                await self._cleanup(self._turn_store.finalize_turn(run.turn_id, outcome))
+            else:
+                errors = await self._rollback(run)
+                for error in errors:
+                    logger.warning("rollback of turn %s: %r", run.turn_id, error)
+        except BaseException:
+            logger.warning("recording consumer stop of turn %s failed", run.turn_id, exc_info=True)
+
+    async def _fail(self, run: _Run, cause: BaseException, stage: FailureStage) -> None:
+        """Record a failed turn (SPEC.md 3 "Failing a turn"); attach clean-up errors to cause."""
+        if self._turn_store is None:
+            _attach(cause, await self._rollback(run), f"rollback of turn {run.turn_id}")
+            return
+        errors: list[BaseException] = []
+        if isinstance(cause, TimeoutError):
+            outcome = TurnOutcome(
+                status=TurnStatus.INTERRUPTED, reason=TurnReason.DEADLINE_EXCEEDED
+            )
+        elif isinstance(cause, asyncio.CancelledError):
+            outcome = TurnOutcome(status=TurnStatus.INTERRUPTED, reason=TurnReason.CANCELED)
+        else:
+            failure: TurnFailure | None = None
+            try:
+                failure = self.classifier(cause, stage)
+            except Exception as error:
+                errors.append(error)
+            outcome = TurnOutcome(
+                status=TurnStatus.FAILED, reason=TurnReason.AGENT_ERROR, failure=failure
+            )
+        try:
+            await self._cleanup(self._turn_store.finalize_turn(run.turn_id, outcome))
+        except Exception as error:
+            errors.append(error)
+        _attach(cause, errors, f"finalizing turn {run.turn_id}")
+
+    async def _rollback(self, run: _Run) -> list[BaseException]:
+        """Delete the turn's stored events newest first; return every delete error."""
+        errors: list[Exception] = []
+        for event_id in reversed(run.stored_ids):
+            try:
+                await self._cleanup(self.session_service.delete_event(run.session.id, event_id))
+            except Exception as error:
+                errors.append(error)
+        if errors:
+            return [ExceptionGroup(f"rollback of turn {run.turn_id} failed", errors)]
+        return []
