@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
+from asgiref.sync import SyncToAsync
 from django.contrib.auth.models import Group, User
+from django.db import connections
 
 # The third-party transcripts live beside the project, never inside it.
 CORPUS = Path(
@@ -59,3 +61,14 @@ def operator_client(client, operator_user):
 def outsider_client(client, outsider_user):
     client.force_login(outsider_user)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _close_worker_thread_connections():
+    """Close DB connections that sync_to_async opened in its worker thread during a test.
+
+    Async tests run ORM code in asgiref's single worker thread, whose connections would
+    otherwise stay open and block dropping the PostgreSQL test database.
+    """
+    yield
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result()

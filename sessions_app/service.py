@@ -1,0 +1,376 @@
+"""The Django session service: the runtime's store protocols on the ORM (SPEC.md 2).
+
+`DjangoSessionService` implements `SessionService`, `TurnStore` and `RunLock` from
+`agentops.runtime.session` on the `Session`, `Turn` and `Event` models. It is the only
+place that translates runtime values to rows and back. Every method is async (usable
+from a Channels consumer or the Runner); the ORM work runs in a worker thread through
+`sync_to_async`, one transaction per operation.
+
+Run lock: on PostgreSQL a session-level advisory lock held on a dedicated connection for
+the whole run, so a crashed holder's lock is released by the server when its connection
+dies; elsewhere (SQLite) an in-process asyncio lock per key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from agentops.runtime import errors
+from agentops.runtime.model import Content, Event, FinishReason, Usage
+from agentops.runtime.session import (
+    Session,
+    Turn,
+    TurnFailure,
+    TurnOutcome,
+    TurnReason,
+    TurnStatus,
+    validate_outcome,
+)
+from sessions_app import models
+
+# Seconds between two attempts to take a PostgreSQL advisory lock (waiting stays cancellable).
+_ADVISORY_POLL_SECONDS = 0.02
+
+
+def event_from_row(row: models.Event) -> Event:
+    """The runtime `Event` for a stored row (SPEC.md 1 shapes; timestamps UTC)."""
+    content: dict[str, Any] = {
+        "role": row.role,
+        "text": row.text,
+        "parts": row.parts or (),
+        "reasoning": row.reasoning,
+        "tool_calls": row.tool_calls or (),
+        "tool_response": row.tool_response,
+        "tool_call_id": row.tool_call_id,
+    }
+    return Event(
+        id=row.id,
+        session_id=row.session_id,
+        turn_id=row.turn_id,
+        author=row.author,
+        content=Content.model_validate(content),
+        finish_reason=FinishReason(row.finish_reason or ""),
+        usage=Usage.model_validate(row.usage) if row.usage else None,
+        state_delta=row.state_delta or {},
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def row_fields_from_event(event: Event) -> dict[str, Any]:
+    """Column values for storing `event` (without id, session and timestamps)."""
+    content = event.content.model_dump(mode="json")
+    return {
+        "turn_id": event.turn_id,
+        "author": event.author,
+        "role": content["role"],
+        "text": content["text"],
+        "parts": content["parts"],
+        "reasoning": content["reasoning"],
+        "tool_calls": content["tool_calls"],
+        "tool_response": content["tool_response"],
+        "tool_call_id": content["tool_call_id"],
+        "finish_reason": event.finish_reason.value,
+        "usage": event.usage.model_dump(mode="json") if event.usage else None,
+        "state_delta": event.state_delta,
+    }
+
+
+def session_from_row(row: models.Session) -> Session:
+    """The runtime `Session` for a stored row."""
+    return Session(
+        id=row.id,
+        app_name=row.app_name,
+        user_id=row.user_id,
+        state=row.state,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def turn_from_row(row: models.Turn) -> Turn:
+    """The runtime `Turn` for a stored row (an empty failure code means no failure)."""
+    failure = (
+        TurnFailure(code=row.failure_code, message=row.failure_message, stage=row.failure_stage)
+        if row.failure_code
+        else None
+    )
+    return Turn(
+        id=row.id,
+        session_id=row.session_id,
+        status=TurnStatus(row.status),
+        reason=TurnReason(row.reason),
+        failure=failure,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+    )
+
+
+def advisory_lock_key(app_name: str, user_id: str, session_id: str) -> int:
+    """A signed 64-bit PostgreSQL advisory-lock key for the run key (app, user, session)."""
+    digest = hashlib.blake2b(
+        "\x1f".join((app_name, user_id, session_id)).encode(), digest_size=8
+    ).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class DjangoSessionService:
+    """`SessionService` + `TurnStore` + `RunLock` on the Django models (SPEC.md 2).
+
+    All methods are coroutines; errors are the runtime's named exceptions
+    (`SessionNotFoundError`, `TurnNotFoundError`, `TurnStateConflictError`, ...).
+    """
+
+    def __init__(self) -> None:
+        # In-process locks (SQLite): one asyncio.Lock per (event loop, run key).
+        self._local_locks: dict[tuple[int, str, str, str], asyncio.Lock] = {}
+
+    # -- sessions and events -------------------------------------------------------------
+
+    async def create_session(
+        self,
+        app_name: str,
+        user_id: str = "",
+        *,
+        session_id: str | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> Session:
+        """Create a session (id: a new UUID4 hex when None); duplicate id -> ValueError."""
+        return await sync_to_async(self._create_session)(app_name, user_id, session_id, state)
+
+    def _create_session(
+        self, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any] | None
+    ) -> Session:
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                row = models.Session.objects.create(
+                    id=session_id or uuid.uuid4().hex,
+                    app_name=app_name,
+                    user_id=user_id,
+                    state=dict(state or {}),
+                    created_at=now,
+                    updated_at=now,
+                )
+        except IntegrityError:
+            raise ValueError(f"session {session_id!r} already exists") from None
+        return session_from_row(row)
+
+    async def get_session(self, session_id: str) -> Session | None:
+        """The session, or None when it does not exist."""
+        return await sync_to_async(self._get_session)(session_id)
+
+    def _get_session(self, session_id: str) -> Session | None:
+        row = models.Session.objects.filter(pk=session_id).first()
+        return session_from_row(row) if row else None
+
+    async def list_events(self, session_id: str) -> list[Event]:
+        """Active events (not deleted, not archived) in id order; unknown session raises."""
+        return await sync_to_async(self._list_events)(session_id)
+
+    def _list_events(self, session_id: str) -> list[Event]:
+        if not models.Session.objects.filter(pk=session_id).exists():
+            raise errors.SessionNotFoundError(session_id)
+        rows = models.Event.objects.active().filter(session_id=session_id).order_by("id")
+        return [event_from_row(row) for row in rows]
+
+    async def append_event(self, event: Event) -> Event:
+        """Store a complete event and merge its state delta into the session state, in one
+        transaction (the session row is locked first on PostgreSQL). Returns the stored copy
+        (id > 0, UTC timestamps). Partial -> InvalidEventError; unknown session ->
+        SessionNotFoundError."""
+        if event.partial:
+            raise errors.InvalidEventError(event.session_id, "partial events are never stored")
+        return await sync_to_async(self._append_event)(event)
+
+    def _append_event(self, event: Event) -> Event:
+        with transaction.atomic():
+            session = (
+                models.Session.objects.select_for_update()
+                .only("id", "state", "updated_at")
+                .filter(pk=event.session_id)
+                .first()
+            )
+            if session is None:
+                raise errors.SessionNotFoundError(event.session_id)
+            now = timezone.now()
+            row = models.Event.objects.create(
+                session_id=session.id,
+                created_at=now,
+                updated_at=now,
+                **row_fields_from_event(event),
+            )
+            session.updated_at = now
+            if event.state_delta:
+                session.state = {**session.state, **event.state_delta}
+                session.save(update_fields=["state", "updated_at"])
+            else:
+                session.save(update_fields=["updated_at"])
+        return event.model_copy(update={"id": row.id, "created_at": now, "updated_at": now})
+
+    async def delete_event(self, session_id: str, event_id: int) -> None:
+        """Soft-delete an event (it leaves the active history, the row stays)."""
+        await sync_to_async(self._delete_event)(session_id, event_id)
+
+    def _delete_event(self, session_id: str, event_id: int) -> None:
+        with transaction.atomic():
+            updated = models.Event.objects.filter(
+                session_id=session_id, pk=event_id, deleted_at__isnull=True
+            ).update(deleted_at=timezone.now())
+            if not updated:
+                raise errors.EventNotFoundError(session_id, event_id)
+
+    # -- turns ---------------------------------------------------------------------------
+
+    async def begin_turn(self, session_id: str, turn: Turn) -> Turn:
+        """Record a new running turn (SPEC.md 2); invalid or duplicate -> InvalidTurnError."""
+        if not turn.id:
+            raise errors.InvalidTurnError(turn.id, "a turn needs an id")
+        if turn.session_id != session_id:
+            raise errors.InvalidTurnError(
+                turn.id, f"turn belongs to session {turn.session_id!r}, not {session_id!r}"
+            )
+        if turn.status is not TurnStatus.RUNNING:
+            raise errors.InvalidTurnError(turn.id, f"a new turn must be running, not {turn.status}")
+        return await sync_to_async(self._begin_turn)(session_id, turn)
+
+    def _begin_turn(self, session_id: str, turn: Turn) -> Turn:
+        with transaction.atomic():
+            if not models.Session.objects.filter(pk=session_id).exists():
+                raise errors.SessionNotFoundError(session_id)
+            if models.Turn.objects.filter(pk=turn.id).exists():
+                raise errors.InvalidTurnError(turn.id, "a turn with this id already exists")
+            row = models.Turn.objects.create(
+                id=turn.id,
+                session_id=session_id,
+                status=TurnStatus.RUNNING,
+                started_at=turn.started_at,
+            )
+            models.Session.objects.filter(pk=session_id).update(updated_at=timezone.now())
+        return turn_from_row(row)
+
+    async def finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
+        """Move a running turn to `outcome` atomically: the status check is part of the
+        UPDATE itself, so of two concurrent finalisers exactly one wins. Raises
+        InvalidOutcomeError, TurnNotFoundError or TurnStateConflictError (SPEC.md 2)."""
+        validate_outcome(outcome)
+        return await sync_to_async(self._finalize_turn)(turn_id, outcome)
+
+    def _finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
+        failure = outcome.failure
+        now = timezone.now()
+        with transaction.atomic():
+            updated = models.Turn.objects.filter(pk=turn_id, status=TurnStatus.RUNNING).update(
+                status=outcome.status.value,
+                reason=outcome.reason.value,
+                failure_code=failure.code if failure else "",
+                failure_stage=failure.stage if failure else "",
+                failure_message=failure.message if failure else "",
+                finished_at=now,
+            )
+            row = models.Turn.objects.filter(pk=turn_id).first()
+            if row is None:
+                raise errors.TurnNotFoundError(turn_id)
+            if not updated:
+                raise errors.TurnStateConflictError(turn_id, row.status)
+            models.Session.objects.filter(pk=row.session_id).update(updated_at=now)
+        return turn_from_row(row)
+
+    async def get_turn(self, turn_id: str) -> Turn | None:
+        """The turn, or None when missing."""
+        return await sync_to_async(self._get_turn)(turn_id)
+
+    def _get_turn(self, turn_id: str) -> Turn | None:
+        row = models.Turn.objects.filter(pk=turn_id).first()
+        return turn_from_row(row) if row else None
+
+    async def list_turns(self, session_id: str) -> list[Turn]:
+        """The session's turns by started_at, then id (uses index turn_session_order_idx)."""
+        return await sync_to_async(self._list_turns)(session_id)
+
+    def _list_turns(self, session_id: str) -> list[Turn]:
+        rows = models.Turn.objects.filter(session_id=session_id).order_by("started_at", "id")
+        return [turn_from_row(row) for row in rows]
+
+    async def interrupt_running_turns(self, session_id: str, reason: TurnReason) -> list[Turn]:
+        """Mark every running turn of the session interrupted with `reason`; return them."""
+        validate_outcome(TurnOutcome(status=TurnStatus.INTERRUPTED, reason=reason))
+        return await sync_to_async(self._interrupt_running_turns)(session_id, reason)
+
+    def _interrupt_running_turns(self, session_id: str, reason: TurnReason) -> list[Turn]:
+        now = timezone.now()
+        with transaction.atomic():
+            running = list(
+                models.Turn.objects.select_for_update()
+                .filter(session_id=session_id, status=TurnStatus.RUNNING)
+                .values_list("id", flat=True)
+            )
+            models.Turn.objects.filter(pk__in=running, status=TurnStatus.RUNNING).update(
+                status=TurnStatus.INTERRUPTED, reason=reason.value, finished_at=now
+            )
+            rows = list(models.Turn.objects.filter(pk__in=running).order_by("started_at", "id"))
+        return [turn_from_row(row) for row in rows]
+
+    # -- run lock ------------------------------------------------------------------------
+
+    def run_lock(self, app_name: str, user_id: str, session_id: str) -> Any:
+        """Async context manager serialising runs of (app, user, session) (SPEC.md 2).
+
+        PostgreSQL: `pg_advisory_lock` semantics on a dedicated connection (polled with
+        `pg_try_advisory_lock`, so a waiter can be cancelled), released on exit or when the
+        holder's connection dies. Other databases: an in-process asyncio lock.
+        """
+        if connection.vendor == "postgresql":
+            return self._advisory_lock(advisory_lock_key(app_name, user_id, session_id))
+        return self._local_lock((app_name, user_id, session_id))
+
+    @asynccontextmanager
+    async def _local_lock(self, key: tuple[str, str, str]) -> AsyncIterator[None]:
+        loop_key = (id(asyncio.get_running_loop()), *key)
+        lock = self._local_locks.setdefault(loop_key, asyncio.Lock())
+        async with lock:
+            yield
+
+    @asynccontextmanager
+    async def _advisory_lock(self, key: int) -> AsyncIterator[None]:
+        import psycopg
+
+        conninfo = _postgres_conninfo()
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+            while True:
+                row = await (
+                    await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
+                ).fetchone()
+                if row and row[0]:
+                    break
+                await asyncio.sleep(_ADVISORY_POLL_SECONDS)
+            try:
+                yield
+            finally:
+                # Closing the connection releases the lock too; unlock explicitly first so a
+                # pooled or slow close cannot delay the next run.
+                await asyncio.shield(conn.execute("SELECT pg_advisory_unlock(%s)", (key,)))
+
+
+def _postgres_conninfo() -> str:
+    """libpq connection string for the default database (the test database in tests)."""
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    params.pop("prepare_threshold", None)
+    params.pop("server_side_binding", None)
+    parts = []
+    for name in ("host", "port", "user", "password", "dbname"):
+        value = params.get(name)
+        if value:
+            parts.append(f"{name}={value}")
+    return " ".join(parts)
