@@ -82,8 +82,10 @@ def turn(
         reason=reason,
         failure=failure,
         started_at=T0 + timedelta(minutes=minute),
-        finished_at=None if status is TurnStatus.RUNNING else T0 + timedelta(minutes=minute, seconds=1),
-    )  # fmt: skip
+        finished_at=None
+        if status is TurnStatus.RUNNING
+        else T0 + timedelta(minutes=minute, seconds=1),
+    )
 
 
 @dataclass

@@ -34,7 +34,9 @@ def test_event_json_round_trip() -> None:
             text="look",
             parts=[ContentPart(type="image_url", image_url="https://x/y.png", image_detail="low")],
             reasoning="hm",
-            tool_calls=[ToolCall(id="c1", name="f", arguments={"q": 1}, thought_signature=b"\x00sig")],
+            tool_calls=[
+                ToolCall(id="c1", name="f", arguments={"q": 1}, thought_signature=b"\x00sig")
+            ],
         ),
         finish_reason="tool_calls",
         usage=Usage(prompt_tokens=3, completion_tokens=4, total_tokens=7, details={"c": 1}),

@@ -29,7 +29,7 @@ from agentops.runtime import (
 from agentops.runtime.projection import ProjectionInput
 
 from .conftest import StoreHarness
-from .helpers import ScriptedAgent, assistant, call, drain, result, roles, texts
+from .helpers import T0, ScriptedAgent, assistant, call, drain, result, roles, texts
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
@@ -203,7 +203,7 @@ async def test_retry_after_failed_turn_gets_notice(durable_store: StoreHarness) 
 async def test_abandoned_running_turn_recovered_when_lock_held(locking_store: StoreHarness) -> None:
     sid = await new_session(locking_store)
     service = locking_store.service
-    crashed = Turn(id="turn_crashed", session_id=sid, started_at=(await service.get_session(sid)).created_at)  # type: ignore[union-attr]  # fmt: skip
+    crashed = Turn(id="turn_crashed", session_id=sid, started_at=T0)
     await service.begin_turn(sid, crashed)  # type: ignore[attr-defined]
     await service.append_event(
         Event(session_id=sid, turn_id=crashed.id, content=Content(role="user", text="lost"))
