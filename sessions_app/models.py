@@ -7,10 +7,12 @@ Partial (streaming) events are never stored, so there is no `partial` column.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import models
-from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, Subquery, Value, When
+from django.db.models.functions import Coalesce
 
 
 class SessionQuerySet(models.QuerySet["Session"]):
@@ -89,6 +91,11 @@ class Session(models.Model):
     source_path = models.CharField(max_length=1000, blank=True, default="")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # Derived from the stored events and turns by `sessions_app.service.refresh_resume_status`
+    # (after every import, finalised turn and recorded tool outcome), so the list can show
+    # and filter them without loading every session's events.
+    protocol_issue_count = models.PositiveIntegerField(default=0)
+    cannot_resume = models.BooleanField(default=False)
 
     objects = SessionQuerySet.as_manager()
 
@@ -97,6 +104,12 @@ class Session(models.Model):
         indexes = [
             # Sessions list: newest activity first.
             models.Index(F("updated_at").desc(), "id", name="session_updated_idx"),
+            # Sessions list filter "cannot resume".
+            models.Index(
+                F("updated_at").desc(),
+                name="session_cannot_resume_idx",
+                condition=Q(cannot_resume=True),
+            ),
         ]
         permissions = [
             ("record_tool_outcome", "Can record the outcome of an unanswered tool call"),
@@ -104,6 +117,78 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.id
+
+
+class TurnQuerySet(models.QuerySet["Turn"]):
+    def triage_queue(self, stuck_before: datetime) -> TurnQuerySet:
+        """Turns that need a look: failed, interrupted, and stuck running turns.
+
+        A running turn is stuck when its last event time (the newest `created_at` of its
+        session's events with its `turn_id`, or `started_at` when it has none) is before
+        `stuck_before` (aware UTC datetime: now minus AGENTOPS_STUCK_AFTER_SECONDS).
+        Adds `queue_status` (str): the turn's status, or "stuck" for a running turn.
+        Written as NOT EXISTS (no event at or after the cutoff) so the filter can use
+        `event_session_turn_idx` and no per-turn MAX is computed for the whole table.
+        """
+        events = Event.objects.filter(session=OuterRef("session"), turn_id=OuterRef("pk"))
+        # Last event time < cutoff  <=>  no event at/after the cutoff, and (some event, or
+        # started_at before the cutoff when there is none).
+        stuck = (
+            Q(status=Turn.Status.RUNNING)
+            & ~Exists(events.filter(created_at__gte=stuck_before))
+            & (Q(started_at__lt=stuck_before) | Exists(events))
+        )
+        return self.filter(
+            Q(status__in=[Turn.Status.FAILED, Turn.Status.INTERRUPTED]) | stuck
+        ).annotate(
+            queue_status=Case(
+                When(status=Turn.Status.RUNNING, then=Value("stuck")),
+                default=F("status"),
+                output_field=models.CharField(),
+            )
+        )
+
+    def with_last_event_at(self) -> TurnQuerySet:
+        """Annotate `last_event_at` (aware UTC datetime): the newest `created_at` of the
+        session's events carrying this turn's id, or `started_at` when there are none.
+
+        A correlated subquery: evaluated only for the rows fetched (e.g. one page).
+        """
+        newest = (
+            Event.objects.filter(session=OuterRef("session"), turn_id=OuterRef("pk"))
+            .order_by()
+            .values("turn_id")
+            .annotate(newest=Max("created_at"))
+            .values("newest")
+        )
+        return self.annotate(
+            last_event_at=Coalesce(
+                Subquery(newest, output_field=models.DateTimeField()), F("started_at")
+            )
+        )
+
+    def with_timeline_index(self) -> TurnQuerySet:
+        """Annotate `timeline_index` (int, 0-based): how many turns of the same session
+        come before this one in the session page's (started_at, id) order.
+
+        The session page shows turn `timeline_index // AGENTOPS_TURNS_PER_PAGE + 1`.
+        A correlated COUNT over `turn_session_order_idx`, so a page of rows costs no
+        extra query. (A window function would count only the rows left after filtering.)
+        """
+        before = (
+            Turn.objects.filter(session=OuterRef("session"))
+            .filter(
+                Q(started_at__lt=OuterRef("started_at"))
+                | Q(started_at=OuterRef("started_at"), id__lt=OuterRef("pk"))
+            )
+            .order_by()
+            .values("session")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return self.annotate(
+            timeline_index=Coalesce(Subquery(before, output_field=models.IntegerField()), Value(0))
+        )
 
 
 class Turn(models.Model):
@@ -147,6 +232,8 @@ class Turn(models.Model):
     status_note = models.CharField(max_length=500, blank=True, default="")
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TurnQuerySet.as_manager()
 
     class Meta:
         ordering = ["started_at", "id"]

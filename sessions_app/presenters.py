@@ -15,6 +15,10 @@ from urllib.parse import urlencode
 from django.http import QueryDict
 from django.utils.safestring import SafeString, mark_safe
 
+from agentops.runtime.model import Event as RuntimeEvent
+from agentops.runtime.projection import ProjectionEntry
+from agentops.runtime.protocol import ToolProtocolIssue
+from agentops.runtime.session import Turn
 from sessions_app.models import Event
 from sessions_app.rendering import pretty_json, render_markdown
 
@@ -113,3 +117,95 @@ def query_without(params: QueryDict, *names: str) -> str:
         (key, value) for key, values in params.lists() if key not in names for value in values
     )
     return urlencode(list(kept))
+
+
+@dataclass
+class RuntimeEventView:
+    """A runtime `Event` (from the projector or inspector) ready to render."""
+
+    event: RuntimeEvent
+    html: SafeString
+    calls: list[dict[str, Any]]
+    result_summary: str
+
+    @property
+    def answered_call_id(self) -> str:
+        return self.event.content.answered_call_id
+
+
+def runtime_event(event: RuntimeEvent) -> RuntimeEventView:
+    """Render a runtime event: sanitised markdown text, its calls, a result summary."""
+    content = event.content
+    if content.parts:
+        text = "\n\n".join(part.text for part in content.parts if part.type == "text")
+    else:
+        text = content.text
+    summary = ""
+    if content.tool_response is not None:
+        response = content.tool_response
+        value = response.error if response.is_error else response.result
+        summary = value if isinstance(value, str) else pretty_json(value)
+    return RuntimeEventView(
+        event=event,
+        html=mark_safe(render_markdown(text)),
+        calls=[
+            {"id": call.id, "name": call.name, "arguments_json": pretty_json(call.arguments)}
+            for call in content.tool_calls
+        ],
+        result_summary=summary,
+    )
+
+
+@dataclass
+class ProjectionEntryView:
+    """One row of the projected-context page: the entry and its rendered event."""
+
+    entry: ProjectionEntry
+    view: RuntimeEventView
+
+    @property
+    def kind(self) -> str:
+        return self.entry.kind.value
+
+
+def projection_entry(entry: ProjectionEntry) -> ProjectionEntryView:
+    """Wrap a `ProjectionEntry` (runtime) with the rendered event."""
+    return ProjectionEntryView(entry=entry, view=runtime_event(entry.event))
+
+
+@dataclass
+class ProtocolIssueView:
+    """One tool-protocol issue (SPEC.md 5) with its turn record and pending markers.
+
+    `turn` is None for legacy events (no turn record); `calls` are dicts of
+    {id, name, arguments_json, pending} where pending means the source marked the call as
+    awaiting approval or long-running.
+    """
+
+    issue: ToolProtocolIssue
+    turn: Turn | None
+    calls: list[dict[str, Any]]
+
+    @property
+    def all_pending(self) -> bool:
+        return all(call["pending"] for call in self.calls)
+
+
+def protocol_issue(
+    issue: ToolProtocolIssue, turn: Turn | None, pending_call_ids: list[str] | None
+) -> ProtocolIssueView:
+    """Present `issue` with its turn and which of its calls are pending approval."""
+    pending = set(pending_call_ids or [])
+    return ProtocolIssueView(
+        issue=issue,
+        turn=turn,
+        calls=[
+            {
+                "id": call.id,
+                "name": call.name,
+                "arguments_json": pretty_json(call.arguments),
+                "pending": call.id in pending,
+            }
+            for call in issue.tool_calls
+        ],
+    )

@@ -26,6 +26,8 @@ from django.utils import timezone
 
 from agentops.runtime import errors
 from agentops.runtime.model import Content, Event, FinishReason, Usage
+from agentops.runtime.projection import explain_projection
+from agentops.runtime.protocol import inspect_tool_protocol
 from agentops.runtime.session import (
     Session,
     Turn,
@@ -283,6 +285,7 @@ class DjangoSessionService:
             if not updated:
                 raise errors.TurnStateConflictError(turn_id, row.status)
             models.Session.objects.filter(pk=row.session_id).update(updated_at=now)
+            refresh_resume_status(row.session_id)
         return turn_from_row(row)
 
     async def get_turn(self, turn_id: str) -> Turn | None:
@@ -318,6 +321,8 @@ class DjangoSessionService:
                 status=TurnStatus.INTERRUPTED, reason=reason.value, finished_at=now
             )
             rows = list(models.Turn.objects.filter(pk__in=running).order_by("started_at", "id"))
+            if running:
+                refresh_resume_status(session_id)
         return [turn_from_row(row) for row in rows]
 
     # -- run lock ------------------------------------------------------------------------
@@ -374,3 +379,32 @@ def _postgres_conninfo() -> str:
         if value:
             parts.append(f"{name}={value}")
     return " ".join(parts)
+
+
+def load_facts(session_id: str) -> tuple[list[Turn], list[Event]]:
+    """The session's turns (timeline order) and active events (id order) as runtime values.
+
+    Two queries; the input the projector and the tool-protocol inspector take (SPEC.md 4-5).
+    """
+    turns = [
+        turn_from_row(row)
+        for row in models.Turn.objects.filter(session_id=session_id).order_by("started_at", "id")
+    ]
+    rows = models.Event.objects.active().filter(session_id=session_id).order_by("id")
+    return turns, [event_from_row(row) for row in rows]
+
+
+def refresh_resume_status(session_id: str) -> tuple[int, bool]:
+    """Recompute and store the session's open tool-protocol issue count and whether the
+    default projection fails (the next run would be refused: "cannot resume").
+
+    Returns (issue count, cannot_resume). Runs the real inspector and projector
+    (SPEC.md 4-5) on the stored facts; call it inside the transaction that changed them.
+    """
+    turns, events = load_facts(session_id)
+    issue_count = len(inspect_tool_protocol(events))
+    cannot_resume = explain_projection(turns, events).error is not None
+    models.Session.objects.filter(pk=session_id).update(
+        protocol_issue_count=issue_count, cannot_resume=cannot_resume
+    )
+    return issue_count, cannot_resume

@@ -10,6 +10,8 @@ urlpatterns = [
     path("", views.session_list, name="list"),
     path("<str:session_id>/", views.session_detail, name="detail"),
     path("<str:session_id>/turns/", views.session_turns, name="turns"),
-    path("<str:session_id>/turns/<str:turn_id>/events/", views.turn_events, name="turn_events"),
+    path("<str:session_id>/context/", views.session_context, name="context"),
+    path("<str:session_id>/protocol/", views.session_protocol, name="protocol"),
+    path("<str:session_id>/turns/<path:turn_id>/events/", views.turn_events, name="turn_events"),
     path("<str:session_id>/events/<int:event_id>/raw/", views.event_raw, name="event_raw"),
 ]

@@ -17,10 +17,13 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django_htmx.middleware import HtmxDetails
 
+from agentops.runtime.projection import explain_projection
+from agentops.runtime.protocol import inspect_tool_protocol
 from sessions_app import presenters
 from sessions_app.access import get_session_for_user, require_viewer
 from sessions_app.models import Event, Session, Turn
 from sessions_app.rendering import pretty_json
+from sessions_app.service import load_facts
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -31,13 +34,16 @@ class HtmxHttpRequest(HttpRequest):
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
     """GET /sessions/?status=&app=&q=&page=: sessions, newest activity first.
 
-    `status` filters on the latest turn's status, `app` on the app name, `q` searches ids,
-    titles, apps, users and source paths. Filters live in the URL (deep links work).
+    `status` filters on the latest turn's status, `app` on the app name, `health` on
+    tool-protocol state (`cannot_resume`: the next run would be refused; `open_calls`: any
+    unanswered call), `q` searches ids, titles, apps, users and source paths. Filters live
+    in the URL (deep links work).
     """
     require_viewer(request)
     status = request.GET.get("status", "")
     app = request.GET.get("app", "")
     query = request.GET.get("q", "").strip()
+    health = request.GET.get("health", "")
 
     sessions = Session.objects.with_summary()
     if status in Turn.Status.values:
@@ -46,6 +52,10 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         sessions = sessions.filter(app_name=app)
     if query:
         sessions = sessions.search(query)
+    if health == "cannot_resume":
+        sessions = sessions.filter(cannot_resume=True)
+    elif health == "open_calls":
+        sessions = sessions.filter(protocol_issue_count__gt=0)
     page = Paginator(sessions, settings.AGENTOPS_SESSIONS_PER_PAGE).get_page(
         request.GET.get("page")
     )
@@ -54,6 +64,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "status": status,
         "app": app,
         "q": query,
+        "health": health,
         "statuses": Turn.Status.values,
         "apps": list(
             Session.objects.order_by("app_name").values_list("app_name", flat=True).distinct()
@@ -171,3 +182,51 @@ def event_raw(request: HtmxHttpRequest, session_id: str, event_id: int) -> HttpR
             {"raw_json": json.dumps(document, indent=2, ensure_ascii=False)},
         )
     return JsonResponse(document, json_dumps_params={"indent": 2, "ensure_ascii": False})
+
+
+@require_GET
+def session_context(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
+    """GET /sessions/<id>/context/: what the next turn's agent would be sent.
+
+    Runs the runtime's default projection on the stored facts (SPEC.md 4) and shows every
+    stored event as kept, dropped (running turn) or cut (unsafe suffix after an unanswered
+    call), the status notices in place, or the unknown-execution error.
+    """
+    session = get_session_for_user(request, session_id)
+    turns, events = load_facts(session.id)
+    explanation = explain_projection(turns, events)
+    context = {
+        "session": session,
+        "explanation": explanation,
+        "entries": [presenters.projection_entry(entry) for entry in explanation.entries],
+        "error": explanation.error,
+    }
+    return render(request, "sessions/context.html", context)
+
+
+@require_GET
+def session_protocol(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
+    """GET /sessions/<id>/protocol/: every tool-protocol issue of the active history.
+
+    Each issue is an assistant event whose calls have no result (SPEC.md 5), with its turn's
+    status; calls the source marked as awaiting approval are labelled pending.
+    """
+    session = get_session_for_user(request, session_id)
+    turns, events = load_facts(session.id)
+    issues = inspect_tool_protocol(events)
+    turn_by_id = {turn.id: turn for turn in turns}
+    pending = dict(
+        Event.objects.filter(pk__in=[issue.event_id for issue in issues]).values_list(
+            "id", "pending_call_ids"
+        )
+    )
+    context = {
+        "session": session,
+        "issues": [
+            presenters.protocol_issue(
+                issue, turn_by_id.get(issue.turn_id), pending.get(issue.event_id)
+            )
+            for issue in issues
+        ],
+    }
+    return render(request, "sessions/protocol.html", context)
