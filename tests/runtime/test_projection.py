@@ -134,3 +134,10 @@ def test_explain_projection_reports_the_error_instead_of_raising() -> None:
     assert not explanation.ok
     assert explanation.error is not None and explanation.error.event_id == 2
     assert [i.event_id for i in explanation.issues] == [2]
+
+
+def test_benchmark_script_runs_on_a_small_history(capsys: pytest.CaptureFixture[str]) -> None:
+    from agentops.runtime import bench
+
+    bench.main(["200"])
+    assert "us/event" in capsys.readouterr().out
