@@ -185,12 +185,10 @@ class Runner:
                 if store is not None:
                     turns = await self._bounded(store.list_turns(session_id), deadline)
                 stage = FailureStage.AGENT
-                context = list(
-                    await self._bounded(
-                        self.projector.project(ProjectionInput(turns=turns, events=events)),
-                        deadline,
-                    )
-                )
+                projected: Any = self.projector.project(ProjectionInput(turns=turns, events=events))
+                if inspect.isawaitable(projected):  # tolerate a synchronous project()
+                    projected = await self._bounded(projected, deadline)
+                context = list(projected)
                 stage = FailureStage.TOOL
                 validate_tool_protocol(context)
                 stage = FailureStage.PERSISTENCE

@@ -522,3 +522,31 @@ async def test_agent_events_are_stamped_and_state_delta_merged(store: StoreHarne
     assert yielded[0].session_id == sid and yielded[0].turn_id != "forged"
     session = await store.service.get_session(sid)
     assert session is not None and session.state == {"mood": "good"}
+
+
+@pytest.mark.turn_store
+async def test_error_thrown_in_by_consumer_fails_turn_at_consumer_stage(
+    durable_store: StoreHarness,
+) -> None:
+    sid = await new_session(durable_store)
+    agent = ScriptedAgent([assistant("a"), assistant("b")])
+    run = Runner(agent, durable_store.service).run(sid, "hi")
+    await anext(run)
+    with pytest.raises(ConnectionResetError):
+        await run.athrow(ConnectionResetError("socket gone"))
+    turn = await only_turn(durable_store, sid)
+    assert turn.failure == TurnFailure(code="consumer_error", message="", stage="consumer")
+    assert agent.closed
+
+
+async def test_object_with_synchronous_project_method_is_accepted(store: StoreHarness) -> None:
+    sid = await new_session(store)
+
+    class KeepNothing:
+        def project(self, projection_input: ProjectionInput) -> list[Event]:
+            return []
+
+    await drain(Runner(ScriptedAgent([]), store.service), sid, "one")
+    agent = ScriptedAgent([])
+    await drain(Runner(agent, store.service, projector=KeepNothing()), sid, "two")  # type: ignore[arg-type]
+    assert texts(agent.contexts[0]) == ["two"]
