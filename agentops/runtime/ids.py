@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 import time
@@ -11,7 +10,6 @@ __all__ = ["new_id"]
 
 _lock = threading.Lock()
 _last_ns = 0
-_counter = itertools.count()
 
 
 def new_id(prefix: str) -> str:

@@ -98,6 +98,7 @@ def _attach(exc: BaseException, errors: Sequence[BaseException], what: str) -> N
 class _Run:
     session: Session
     turn_id: str
+    run_id: str = field(default_factory=lambda: new_id("run"))
     stored_ids: list[int] = field(default_factory=list)
 
 
@@ -168,7 +169,7 @@ class Runner:
             session = await self._load_and_lock(session_id, stack)
             store = self._turn_store
             run = _Run(session=session, turn_id=new_id("turn"))
-            logger.debug("run %s: turn %s of session %s", new_id("run"), run.turn_id, session_id)
+            logger.debug("run %s: turn %s of session %s", run.run_id, run.turn_id, session_id)
             if store is not None:
                 if self._run_lock is not None:
                     # The lock is ours, so any running turn belongs to a dead process.
