@@ -53,7 +53,8 @@ def parse_iso(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        # Python 3.11's fromisoformat reads "Z" and fractional seconds of any length.
+        parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
     if parsed.tzinfo is None:
@@ -347,15 +348,13 @@ class SessionBuilder:
             self._preamble = []
         turns: list[ParsedTurn] = []
         events: list[ParsedEvent] = []
-        # Results may arrive in a later turn than their call; look at everything after.
-        answered_after: list[set[str]] = []
-        seen: set[str] = set()
-        for draft in reversed(self._turns):
+        # Results may arrive in a later turn than their call: a call of turn i is answered
+        # when a result for its id appears in turn i or later.
+        last_answer: dict[str, int] = {}
+        for index, draft in enumerate(self._turns):
             for event in draft.events:
                 if event.role == "tool":
-                    seen.add(event.answered_call_id)
-            answered_after.append(set(seen))
-        answered_after.reverse()
+                    last_answer[event.answered_call_id] = index
         last = len(self._turns) - 1
         for index, draft in enumerate(self._turns):
             turn_id = f"{self.session_id}/turn-{index + 1:04d}"
@@ -368,7 +367,7 @@ class SessionBuilder:
                 event.turn_id = turn_id
                 for call in event.tool_calls:
                     call_id = str(call.get("id", ""))
-                    if call_id in answered_after[index]:
+                    if last_answer.get(call_id, -1) >= index:
                         continue
                     if call_id in event.pending_call_ids:
                         pending.append(call_id)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,7 @@ def parse_claude_code(path: Path, text: str) -> ParseResult:
     seen_uuids: dict[str, int] = {}
     call_names: dict[str, str] = {}
     open_message: tuple[str, ParsedEvent] | None = None
-    records: list[tuple[int, dict[str, Any]]] = []
+    records: list[tuple[int, datetime, dict[str, Any]]] = []
 
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -139,7 +140,8 @@ def parse_claude_code(path: Path, text: str) -> ParseResult:
             continue
         if rtype not in ("user", "assistant"):
             continue
-        if parse_iso(record.get("timestamp")) is None:
+        at = parse_iso(record.get("timestamp"))
+        if at is None:
             problems.append(
                 ImportProblem(
                     name, number, "missing or invalid 'timestamp'" + _near(record, "timestamp")
@@ -157,8 +159,12 @@ def parse_claude_code(path: Path, text: str) -> ParseResult:
             )
             continue
         if isinstance(content, list):
-            bad = next((i for i, b in enumerate(content) if not isinstance(b, dict)), None)
-            if bad is not None:
+            bad = -1
+            for i, block in enumerate(content):
+                if not isinstance(block, dict):
+                    bad = i
+                    break
+            if bad >= 0:
                 problems.append(
                     ImportProblem(name, number, f"message.content[{bad}] is not an object")
                 )
@@ -173,17 +179,15 @@ def parse_claude_code(path: Path, text: str) -> ParseResult:
                 )
                 continue
             seen_uuids[uuid] = number
-        records.append((number, record))
+        records.append((number, at, record))
 
-    for _number, record in records:
+    for _number, _at, record in records:
         if not session_id and isinstance(record.get("sessionId"), str):
             session_id = record["sessionId"]
     session_id = session_id or path.name.removesuffix(".jsonl")
     builder = SessionBuilder(session_id)
 
-    for number, record in records:
-        at = parse_iso(record["timestamp"])
-        assert at is not None
+    for number, at, record in records:
         message = record["message"]
         content = message["content"]
         uuid = str(record.get("uuid") or "")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from django.db import transaction
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.db import connection, models, transaction
 
 from sessions_app.importers.base import ParsedSession
 from sessions_app.models import Event, Session, Turn
@@ -11,6 +14,81 @@ from todos_app.models import TodoItem, TodoList
 # Rows per INSERT statement. Django still caps this at the backend's limit on query
 # parameters (SQLite: 32766 on current builds), so large batches are safe everywhere.
 BATCH_SIZE = 1000
+
+
+def _converter(field: models.Field[Any, Any], last: list[Any]) -> Callable[[Any], Any]:
+    """A fast value -> database parameter function for one column.
+
+    Uses the backend's own adapters (`connection.ops`), so SQLite and PostgreSQL get the
+    same values Django's ORM would send (JSON text / Jsonb, UTC datetimes).
+    """
+    ops = connection.ops
+    if isinstance(field, models.JSONField):
+        encoder = field.encoder
+        # Most events have empty lists/objects here: adapt those once.
+        empty_list = ops.adapt_json_value([], encoder)
+        empty_dict = ops.adapt_json_value({}, encoder)
+
+        def json_value(value: Any) -> Any:
+            if value is None:
+                return None
+            if not value:
+                if value == []:
+                    return empty_list
+                if value == {}:
+                    return empty_dict
+            return ops.adapt_json_value(value, encoder)
+
+        return json_value
+    if isinstance(field, models.DateTimeField):
+        adapt = ops.adapt_datetimefield_value
+
+        # created_at and updated_at are usually the same instant: convert it once
+        # (`last` is shared by the datetime columns of one insert).
+        def datetime_value(value: Any) -> Any:
+            if value is last[0]:
+                return last[1]
+            last[0], last[1] = value, adapt(value)
+            return last[1]
+
+        return datetime_value
+    return lambda value: value
+
+
+def insert_rows(model: type[models.Model], rows: Iterable[dict[str, Any]]) -> int:
+    """INSERT `rows` (dicts keyed by attname) into `model`'s table with `executemany`.
+
+    The ORM's per-value compilation costs more than the database itself for large
+    imports, so this skips it: columns missing from a row get the field's default; JSON
+    and datetime values go through the backend adapters. Auto primary keys are left to
+    the database, so ids follow the order of `rows`. No signals are sent and no
+    validation is done (the parsers produce valid shapes). Runs on the caller's
+    connection and transaction. Returns the number of rows.
+    """
+    fields = [
+        f
+        for f in model._meta.concrete_fields
+        if not (f.primary_key and isinstance(f, models.AutoField | models.BigAutoField))
+    ]
+    names = [f.attname for f in fields]
+    last_datetime: list[Any] = [object(), None]
+    convert = [_converter(f, last_datetime) for f in fields]
+    # Field.get_default() is the declared default, else None/"" as the ORM would insert.
+    defaults = {f.attname: f.get_default() for f in fields}
+    qn = connection.ops.quote_name
+    sql = "INSERT INTO {} ({}) VALUES ({})".format(
+        qn(str(model._meta.db_table)),
+        ", ".join(qn(f.column) for f in fields),
+        ", ".join(["%s"] * len(fields)),
+    )
+    params: list[tuple[Any, ...]] = []
+    for row in rows:
+        row = {**defaults, **row}
+        params.append(tuple(c(row[n]) for c, n in zip(convert, names, strict=True)))
+    with connection.cursor() as cursor:
+        for start in range(0, len(params), BATCH_SIZE * 10):
+            cursor.executemany(sql, params[start : start + BATCH_SIZE * 10])
+    return len(params)
 
 
 def delete_sessions(session_ids: list[str]) -> int:
@@ -47,50 +125,50 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
             created_at=parsed.created_at,
             updated_at=parsed.updated_at,
         )
-        Turn.objects.bulk_create(
-            [
-                Turn(
-                    id=t.id,
-                    session=session,
-                    status=t.status,
-                    reason=t.reason,
-                    failure_code=t.failure_code,
-                    failure_stage=t.failure_stage,
-                    failure_message=t.failure_message,
-                    status_note=t.status_note,
-                    started_at=t.started_at,
-                    finished_at=t.finished_at,
-                )
-                for t in parsed.turns
-            ],
-            batch_size=BATCH_SIZE,
-        )
         sid = session.id
-        Event.objects.bulk_create(
-            [
-                Event(
-                    session_id=sid,
-                    turn_id=e.turn_id,
-                    source_id=e.source_id[:255],
-                    author=e.author[:255],
-                    role=e.role,
-                    text=e.text,
-                    parts=e.parts,
-                    reasoning=e.reasoning,
-                    tool_calls=e.tool_calls,
-                    tool_response=e.tool_response,
-                    tool_call_id=e.tool_call_id[:255],
-                    pending_call_ids=e.pending_call_ids,
-                    finish_reason=e.finish_reason,
-                    usage=e.usage,
-                    state_delta=e.state_delta,
-                    raw=e.raw,
-                    created_at=e.created_at,
-                    updated_at=e.created_at,
-                )
+        insert_rows(
+            Turn,
+            (
+                {
+                    "id": t.id,
+                    "session_id": sid,
+                    "status": t.status,
+                    "reason": t.reason,
+                    "failure_code": t.failure_code,
+                    "failure_stage": t.failure_stage,
+                    "failure_message": t.failure_message,
+                    "status_note": t.status_note,
+                    "started_at": t.started_at,
+                    "finished_at": t.finished_at,
+                }
+                for t in parsed.turns
+            ),
+        )
+        insert_rows(
+            Event,
+            (
+                {
+                    "session_id": sid,
+                    "turn_id": e.turn_id,
+                    "source_id": e.source_id[:255],
+                    "author": e.author[:255],
+                    "role": e.role,
+                    "text": e.text,
+                    "parts": e.parts,
+                    "reasoning": e.reasoning,
+                    "tool_calls": e.tool_calls,
+                    "tool_response": e.tool_response,
+                    "tool_call_id": e.tool_call_id[:255],
+                    "pending_call_ids": e.pending_call_ids,
+                    "finish_reason": e.finish_reason,
+                    "usage": e.usage,
+                    "state_delta": e.state_delta,
+                    "raw": e.raw,
+                    "created_at": e.created_at,
+                    "updated_at": e.created_at,
+                }
                 for e in parsed.events
-            ],
-            batch_size=BATCH_SIZE,
+            ),
         )
         if parsed.todos is not None:
             todo_list = TodoList.objects.create(
