@@ -8,6 +8,8 @@ Benchmarks print figures; tests never assert timings (CONVENTIONS.md 14).
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +30,11 @@ def register(name: str) -> Callable[[Benchmark], Benchmark]:
 
 
 def load_all() -> dict[str, Benchmark]:
-    """Import the benchmark modules (which register themselves) and return the registry."""
-    from sessions_app.benchmarks import import_bench, page_bench  # noqa: F401
+    """Import every module of this package (each registers itself); return the registry.
 
+    New benchmark modules need no entry here: dropping `xyz_bench.py` in this package
+    with an `@register("xyz")` function is enough.
+    """
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
     return REGISTRY
