@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 
 
@@ -62,3 +63,45 @@ class TodoItem(models.Model):
         if self.active_form:
             item["active_form"] = self.active_form
         return item
+
+
+class TodoChange(models.Model):
+    """One audited change of a todo list: who, when, what before and after.
+
+    Written in the same transaction as the change it records (`todos_app.services`), so
+    the audit and the rows never disagree. `version` is the list's version after the
+    change. Agent changes carry the `turn_id` and `event_id` of the tool call that made
+    them (both may be empty when the caller did not know them); person changes carry the
+    `user` (nullable: the account may be deleted later). `before` and `after` are the
+    whole list as state values ([{content, status, active_form?}, ...]). `created_at`
+    is UTC.
+    """
+
+    class Actor(models.TextChoices):
+        AGENT = "agent"
+        PERSON = "person"
+        IMPORT = "import"
+
+    todo_list = models.ForeignKey(TodoList, on_delete=models.CASCADE, related_name="changes")
+    version = models.PositiveIntegerField()
+    actor = models.CharField(max_length=16, choices=Actor.choices)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="todo_changes",
+    )
+    turn_id = models.CharField(max_length=255, blank=True, default="")
+    event_id = models.BigIntegerField(null=True, blank=True)
+    action = models.CharField(max_length=32)
+    before = models.JSONField(default=list)
+    after = models.JSONField(default=list)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["todo_list", "-version", "-id"]
+        indexes = [models.Index(fields=["todo_list", "version"], name="todo_change_list_version")]
+
+    def __str__(self) -> str:
+        return f"{self.todo_list_id} v{self.version} {self.actor} {self.action}"

@@ -40,7 +40,13 @@ from agentops.runtime.session import (
     TurnStatus,
     validate_outcome,
 )
-from agentops.runtime.todos import TODOS_STATE_KEY, TodoItem, coerce_todos, dump_todos
+from agentops.runtime.todos import (
+    TODOS_STATE_KEY,
+    TodoCallContext,
+    TodoItem,
+    coerce_todos,
+    dump_todos,
+)
 
 __all__ = ["InMemorySessionService", "InMemoryTodoStore", "LegacyInMemorySessionService"]
 
@@ -303,9 +309,16 @@ class InMemoryTodoStore:
         return coerce_todos(session.state.get(TODOS_STATE_KEY))
 
     async def modify_todos(
-        self, session_id: str, change: Callable[[list[TodoItem]], tuple[list[TodoItem], T]]
+        self,
+        session_id: str,
+        change: Callable[[list[TodoItem]], tuple[list[TodoItem], T]],
+        *,
+        context: TodoCallContext | None = None,
     ) -> T:
-        """Apply `change` atomically and store the new list under ``todos``."""
+        """Apply `change` atomically and store the new list under ``todos``.
+
+        `context` (the calling tool, turn and event) is ignored: there is no audit here.
+        """
 
         def apply(state: dict[str, Any]) -> T:
             items, result = change(coerce_todos(state.get(TODOS_STATE_KEY)))

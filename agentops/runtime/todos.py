@@ -18,6 +18,7 @@ __all__ = [
     "SUMMARY_START_MARKER",
     "TODOS_STATE_KEY",
     "TODO_TOOL_SPECS",
+    "TodoCallContext",
     "TodoIndexError",
     "TodoItem",
     "TodoShapeError",
@@ -133,6 +134,21 @@ def render_todos_for_summary(items: Sequence[TodoItem]) -> str:
     return "\n".join(lines)
 
 
+class TodoCallContext(BaseModel):
+    """Where a todo change comes from, for stores that keep an audit (optional).
+
+    `tool`: the tool name (set by `TodoTools`). `turn_id`: the running turn's id ("" when
+    unknown). `event_id`: the stored assistant event holding the tool call (None when
+    unknown). Stores without an audit ignore it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str = ""
+    turn_id: str = ""
+    event_id: int | None = None
+
+
 @runtime_checkable
 class TodoStore(Protocol):
     """Serialised access to one session's ``todos`` list (SPEC.md 7).
@@ -148,11 +164,16 @@ class TodoStore(Protocol):
         ...
 
     async def modify_todos(
-        self, session_id: str, change: Callable[[list[TodoItem]], tuple[list[TodoItem], T]]
+        self,
+        session_id: str,
+        change: Callable[[list[TodoItem]], tuple[list[TodoItem], T]],
+        *,
+        context: TodoCallContext | None = None,
     ) -> T:
         """Apply ``change(current) -> (new_list, result)`` atomically; store, return result.
 
-        If `change` raises, nothing is stored and the error propagates.
+        If `change` raises, nothing is stored and the error propagates. `context` says
+        which tool call made the change (audit); stores may ignore it.
         """
         ...
 
@@ -235,6 +256,20 @@ def _index_of(arguments: Mapping[str, Any]) -> int:
     return index
 
 
+class _Tool(Protocol):
+    def __call__(
+        self,
+        session_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        context: TodoCallContext | None = None,
+    ) -> Awaitable[dict[str, Any]]: ...
+
+
+def _context(context: TodoCallContext | None, tool: str) -> TodoCallContext:
+    return (context or TodoCallContext()).model_copy(update={"tool": tool})
+
+
 class TodoTools:
     """The four todo tools bound to a `TodoStore` (SPEC.md 7).
 
@@ -245,7 +280,7 @@ class TodoTools:
 
     def __init__(self, store: TodoStore) -> None:
         self.store = store
-        self._tools: dict[str, Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
+        self._tools: dict[str, _Tool] = {
             "todos_list": self.todos_list,
             "todos_write": self.todos_write,
             "todos_update": self.todos_update,
@@ -258,22 +293,39 @@ class TodoTools:
         return [TODO_TOOL_SPECS[name] for name in self._tools]
 
     async def call(
-        self, name: str, session_id: str, arguments: Mapping[str, Any] | None = None
+        self,
+        name: str,
+        session_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        context: TodoCallContext | None = None,
     ) -> dict[str, Any]:
-        """Dispatch tool `name`; unknown name -> `TodoToolError`."""
+        """Dispatch tool `name`; unknown name -> `TodoToolError`.
+
+        `context` (optional: turn and event ids of the call) is passed to the store for
+        its audit, with `tool` set to `name`.
+        """
         tool = self._tools.get(name)
         if tool is None:
             raise TodoToolError(f"unknown todo tool {name!r}")
-        return await tool(session_id, arguments or {})
+        return await tool(session_id, arguments or {}, context=context)
 
     async def todos_list(
-        self, session_id: str, arguments: Mapping[str, Any] | None = None
+        self,
+        session_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        context: TodoCallContext | None = None,
     ) -> dict[str, Any]:
         """``{"todos": [item dicts]}``."""
         return {"todos": dump_todos(await self.store.read_todos(session_id))}
 
     async def todos_write(
-        self, session_id: str, arguments: Mapping[str, Any] | None = None
+        self,
+        session_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        context: TodoCallContext | None = None,
     ) -> dict[str, Any]:
         """Replace the list with ``arguments["todos"]`` (missing -> []); ``{"count": n}``.
 
@@ -284,10 +336,18 @@ class TodoTools:
         def change(_current: list[TodoItem]) -> tuple[list[TodoItem], int]:
             return items, len(items)
 
-        return {"count": await self.store.modify_todos(session_id, change)}
+        return {
+            "count": await self.store.modify_todos(
+                session_id, change, context=_context(context, "todos_write")
+            )
+        }
 
     async def todos_update(
-        self, session_id: str, arguments: Mapping[str, Any] | None = None
+        self,
+        session_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        context: TodoCallContext | None = None,
     ) -> dict[str, Any]:
         """Patch item ``arguments["index"]``; non-empty string fields overwrite; ``{"ok": true}``.
 
@@ -308,16 +368,20 @@ class TodoTools:
             updated[index] = current[index].model_copy(update=patch)
             return updated, None
 
-        await self.store.modify_todos(session_id, change)
+        await self.store.modify_todos(session_id, change, context=_context(context, "todos_update"))
         return {"ok": True}
 
     async def todos_clear(
-        self, session_id: str, arguments: Mapping[str, Any] | None = None
+        self,
+        session_id: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        context: TodoCallContext | None = None,
     ) -> dict[str, Any]:
         """Set ``todos`` to an empty list (the key stays); ``{"ok": true}``."""
 
         def change(_current: list[TodoItem]) -> tuple[list[TodoItem], None]:
             return [], None
 
-        await self.store.modify_todos(session_id, change)
+        await self.store.modify_todos(session_id, change, context=_context(context, "todos_clear"))
         return {"ok": True}
