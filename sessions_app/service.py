@@ -43,29 +43,42 @@ from sessions_app import models
 _ADVISORY_POLL_SECONDS = 0.02
 
 
-def event_from_row(row: models.Event) -> Event:
-    """The runtime `Event` for a stored row (SPEC.md 1 shapes; timestamps UTC)."""
+_EVENT_FIELDS = (
+    "id", "session_id", "turn_id", "author", "role", "text", "parts", "reasoning",
+    "tool_calls", "tool_response", "tool_call_id", "finish_reason", "usage", "state_delta",
+    "created_at", "updated_at",
+)  # fmt: skip
+
+
+def event_from_values(row: dict[str, Any]) -> Event:
+    """The runtime `Event` for a stored row given as a dict of `_EVENT_FIELDS` values
+    (as `QuerySet.values(*_EVENT_FIELDS)` returns them; SPEC.md 1 shapes, UTC)."""
     content: dict[str, Any] = {
-        "role": row.role,
-        "text": row.text,
-        "parts": row.parts or (),
-        "reasoning": row.reasoning,
-        "tool_calls": row.tool_calls or (),
-        "tool_response": row.tool_response,
-        "tool_call_id": row.tool_call_id,
+        "role": row["role"],
+        "text": row["text"],
+        "parts": row["parts"] or (),
+        "reasoning": row["reasoning"],
+        "tool_calls": row["tool_calls"] or (),
+        "tool_response": row["tool_response"],
+        "tool_call_id": row["tool_call_id"],
     }
     return Event(
-        id=row.id,
-        session_id=row.session_id,
-        turn_id=row.turn_id,
-        author=row.author,
+        id=row["id"],
+        session_id=row["session_id"],
+        turn_id=row["turn_id"],
+        author=row["author"],
         content=Content.model_validate(content),
-        finish_reason=FinishReason(row.finish_reason or ""),
-        usage=Usage.model_validate(row.usage) if row.usage else None,
-        state_delta=row.state_delta or {},
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+        finish_reason=FinishReason(row["finish_reason"] or ""),
+        usage=Usage.model_validate(row["usage"]) if row["usage"] else None,
+        state_delta=row["state_delta"] or {},
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
     )
+
+
+def event_from_row(row: models.Event) -> Event:
+    """The runtime `Event` for a stored model instance."""
+    return event_from_values({name: getattr(row, name) for name in _EVENT_FIELDS})
 
 
 def row_fields_from_event(event: Event) -> dict[str, Any]:
@@ -182,8 +195,13 @@ class DjangoSessionService:
     def _list_events(self, session_id: str) -> list[Event]:
         if not models.Session.objects.filter(pk=session_id).exists():
             raise errors.SessionNotFoundError(session_id)
-        rows = models.Event.objects.active().filter(session_id=session_id).order_by("id")
-        return [event_from_row(row) for row in rows]
+        rows = (
+            models.Event.objects.active()
+            .filter(session_id=session_id)
+            .order_by("id")
+            .values(*_EVENT_FIELDS)
+        )
+        return [event_from_values(row) for row in rows]
 
     async def append_event(self, event: Event) -> Event:
         """Store a complete event and merge its state delta into the session state, in one
@@ -390,8 +408,13 @@ def load_facts(session_id: str) -> tuple[list[Turn], list[Event]]:
         turn_from_row(row)
         for row in models.Turn.objects.filter(session_id=session_id).order_by("started_at", "id")
     ]
-    rows = models.Event.objects.active().filter(session_id=session_id).order_by("id")
-    return turns, [event_from_row(row) for row in rows]
+    rows = (
+        models.Event.objects.active()
+        .filter(session_id=session_id)
+        .order_by("id")
+        .values(*_EVENT_FIELDS)
+    )
+    return turns, [event_from_values(row) for row in rows]
 
 
 def refresh_resume_status(session_id: str) -> tuple[int, bool]:

@@ -150,7 +150,7 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
     if after.isdigit():
         events = events.filter(id__gt=int(after))
     limit = settings.AGENTOPS_EVENTS_PER_TURN_PAGE
-    chunk = list(events.order_by("id")[: limit + 1])
+    chunk = list(events.defer("raw").order_by("id")[: limit + 1])
     more = len(chunk) > limit
     chunk = chunk[:limit]
     context = {
@@ -195,10 +195,15 @@ def session_context(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     session = get_session_for_user(request, session_id)
     turns, events = load_facts(session.id)
     explanation = explain_projection(turns, events)
+    # Only one page of entries is rendered; by default the last one, which ends where the
+    # new user message would follow.
+    paginator = Paginator(explanation.entries, settings.AGENTOPS_EVENTS_PER_TURN_PAGE)
+    page = paginator.get_page(request.GET.get("page") or paginator.num_pages)
     context = {
         "session": session,
         "explanation": explanation,
-        "entries": [presenters.projection_entry(entry) for entry in explanation.entries],
+        "page": page,
+        "entries": [presenters.projection_entry(entry) for entry in page],
         "error": explanation.error,
     }
     return render(request, "sessions/context.html", context)
