@@ -23,6 +23,7 @@ from django.db import transaction
 from sessions_app.importers.base import ParsedEvent, ParsedSession, ParsedTodo, ParsedTurn
 from sessions_app.importers.writer import write_parsed_session
 from sessions_app.models import Session
+from sessions_app.service import refresh_resume_status
 
 DEMO_BASE = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 DEMO_SOURCE = "demo"
@@ -358,4 +359,5 @@ def load_demo() -> list[ParsedSession]:
         Session.objects.filter(source_format=Session.SourceFormat.DEMO).delete()
         for parsed in sessions:
             write_parsed_session(parsed, "demo")
+            refresh_resume_status(parsed.id)
     return sessions

@@ -168,3 +168,16 @@ def test_duplicate_uuid_is_reported_and_skipped(tmp_path: Path) -> None:
     report = import_file(path)
     assert [str(p) for p in report.problems] == [f"{path}:2: duplicate uuid 'u1' (first at line 1)"]
     assert list(Event.objects.values_list("text", flat=True)) == ["first", "second"]
+
+
+def test_import_refreshes_resume_status(corpus: Path) -> None:
+    import_file(corpus / EDGE)
+    import_file(corpus / "claude-code/agentcmd__full-session-three.jsonl")
+    # Edge cases: the MultiEdit call of a *completed* turn has no result (its result line
+    # is malformed), so the next run would be refused; plus the final TodoWrite call.
+    edge = Session.objects.get(id="edge_cases")
+    assert (edge.protocol_issue_count, edge.cannot_resume) == (2, True)
+    # full-session-three ends inside three calls of an interrupted/abandoned turn: one
+    # issue, but the projector cuts that turn, so the session can resume.
+    full = Session.objects.get(id="cfa1e878-62b5-4e40-b281-bbf9b250d766")
+    assert (full.protocol_issue_count, full.cannot_resume) == (1, False)

@@ -36,6 +36,7 @@ from sessions_app.importers.openai import (
 )
 from sessions_app.importers.writer import delete_sessions, write_parsed_session
 from sessions_app.models import ImportedFile, Session
+from sessions_app.service import refresh_resume_status
 
 __all__ = [
     "FORMATS",
@@ -187,13 +188,22 @@ class ImportReport:
     replaced: list[str] = field(default_factory=list)
 
 
-def import_file(path: Path, source_format: str = "auto", *, strict: bool = False) -> ImportReport:
+def import_file(
+    path: Path,
+    source_format: str = "auto",
+    *,
+    strict: bool = False,
+    refresh_status: bool = True,
+) -> ImportReport:
     """Import one file in ONE transaction: it lands whole or not at all.
 
     Same content (sha256) already imported -> nothing happens ("already imported").
     Sessions that exist already (from another version of the file) are deleted and
     recreated in the same transaction. With `strict`, any problem refuses the file and
-    nothing is written. Raises `UnknownFormatError` / OSError as `parse_file` does.
+    nothing is written. With `refresh_status` (the default) each session's stored
+    resume status (`protocol_issue_count`, `cannot_resume`) is recomputed in the same
+    transaction by `sessions_app.service.refresh_resume_status`. Raises
+    `UnknownFormatError` / OSError as `parse_file` does.
     """
     content = path.read_bytes()
     digest = hashlib.sha256(content).hexdigest()
@@ -248,6 +258,8 @@ def import_file(path: Path, source_format: str = "auto", *, strict: bool = False
         ImportedFile.objects.filter(pk__in=stale).delete()
         for parsed in result.sessions:
             write_parsed_session(parsed, str(path))
+            if refresh_status:
+                refresh_resume_status(parsed.id)
         ImportedFile.objects.create(
             sha256=digest, path=str(path), source_format=str(fmt), session_ids=ids
         )
