@@ -37,7 +37,10 @@ from agentops.runtime.session import (
     TurnStatus,
     validate_outcome,
 )
+from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
+from todos_app.models import TodoList
+from todos_app.services import Actor, replace_todos, todo_items_of
 
 # Seconds between two attempts to take a PostgreSQL advisory lock (waiting stays cancellable).
 _ADVISORY_POLL_SECONDS = 0.02
@@ -181,12 +184,23 @@ class DjangoSessionService:
         return session_from_row(row)
 
     async def get_session(self, session_id: str) -> Session | None:
-        """The session, or None when it does not exist."""
+        """The session, or None when it does not exist.
+
+        `state["todos"]` is read from the todo rows (present once the session has a todo
+        list; SPEC.md 7), never from the stored state.
+        """
         return await sync_to_async(self._get_session)(session_id)
 
     def _get_session(self, session_id: str) -> Session | None:
         row = models.Session.objects.filter(pk=session_id).first()
-        return session_from_row(row) if row else None
+        if row is None:
+            return None
+        # Todos: the TodoList/TodoItem rows are the one source of truth (SPEC.md 7).
+        state = {k: v for k, v in row.state.items() if k != TODOS_STATE_KEY}
+        todo_list = TodoList.objects.filter(session_id=row.id).first()
+        if todo_list is not None:
+            state[TODOS_STATE_KEY] = dump_todos(todo_items_of(todo_list))
+        return session_from_row(row).model_copy(update={"state": state})
 
     async def list_events(self, session_id: str) -> list[Event]:
         """Active events (not deleted, not archived) in id order; unknown session raises."""
@@ -207,7 +221,11 @@ class DjangoSessionService:
         """Store a complete event and merge its state delta into the session state, in one
         transaction (the session row is locked first on PostgreSQL). Returns the stored copy
         (id > 0, UTC timestamps). Partial -> InvalidEventError; unknown session ->
-        SessionNotFoundError."""
+        SessionNotFoundError.
+
+        A delta setting `todos` replaces the todo rows instead (coerced per SPEC.md 7,
+        versioned and audited as an agent change, same transaction); a non-list value
+        raises `TodoShapeError` and nothing is stored."""
         if event.partial:
             raise errors.InvalidEventError(event.session_id, "partial events are never stored")
         return await sync_to_async(self._append_event)(event)
@@ -230,8 +248,17 @@ class DjangoSessionService:
                 **row_fields_from_event(event),
             )
             session.updated_at = now
-            if event.state_delta:
-                session.state = {**session.state, **event.state_delta}
+            delta = dict(event.state_delta)
+            if TODOS_STATE_KEY in delta:
+                # Todos: route to the rows (the one source of truth), not Session.state.
+                replace_todos(
+                    session.id,
+                    coerce_todos(delta.pop(TODOS_STATE_KEY)),
+                    actor=Actor.agent(turn_id=event.turn_id, event_id=row.id),
+                    action="state_delta",
+                )
+            if delta:
+                session.state = {**session.state, **delta}
                 session.save(update_fields=["state", "updated_at"])
             else:
                 session.save(update_fields=["updated_at"])
