@@ -78,7 +78,7 @@ def insert_rows(model: type[models.Model], rows: Iterable[dict[str, Any]]) -> in
     qn = connection.ops.quote_name
     sql = "INSERT INTO {} ({}) VALUES ({})".format(
         qn(str(model._meta.db_table)),
-        ", ".join(qn(f.column) for f in fields),
+        ", ".join(qn(str(f.column)) for f in fields),
         ", ".join(["%s"] * len(fields)),
     )
     params: list[tuple[Any, ...]] = []
