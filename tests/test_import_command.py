@@ -181,3 +181,80 @@ def test_import_refreshes_resume_status(corpus: Path) -> None:
     # issue, but the projector cuts that turn, so the session can resume.
     full = Session.objects.get(id="cfa1e878-62b5-4e40-b281-bbf9b250d766")
     assert (full.protocol_issue_count, full.cannot_resume) == (1, False)
+
+
+def test_codex_turn_aborted_and_update_plan(tmp_path: Path) -> None:
+    """Synthetic rollout (the corpus file has neither): interrupt marker and todo writes."""
+
+    def rec(ts: int, kind: str, payload: dict[str, Any]) -> str:
+        stamp = f"2025-09-25T21:00:{ts:02d}Z"
+        return json.dumps({"timestamp": stamp, "type": kind, "payload": payload})
+
+    plan = [{"step": "Read code", "status": "completed"}, {"step": "Fix", "status": "pending"}]
+    lines = [
+        rec(0, "session_meta", {"id": "codex-synthetic", "timestamp": "2025-09-25T21:00:00Z"}),
+        rec(
+            1,
+            "response_item",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Fix the bug"}],
+            },
+        ),
+        rec(
+            2,
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "update_plan",
+                "call_id": "c1",
+                "arguments": json.dumps({"plan": plan[:1]}),
+            },
+        ),
+        rec(3, "response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        rec(
+            4,
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "update_plan",
+                "call_id": "c2",
+                "arguments": json.dumps({"plan": plan}),
+            },
+        ),
+        rec(5, "response_item", {"type": "function_call_output", "call_id": "c2", "output": "ok"}),
+        rec(6, "event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+        rec(
+            7,
+            "response_item",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Go on"}],
+            },
+        ),
+        rec(
+            8,
+            "response_item",
+            {"type": "function_call", "name": "shell", "call_id": "c3", "arguments": ""},
+        ),
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    report = import_file(path)
+    assert report.source_format == "codex_cli"
+    assert report.stats["todo_items"] == 2
+    turns = list(Turn.objects.filter(session_id="codex-synthetic"))
+    assert [(t.status, t.reason, t.status_note) for t in turns] == [
+        ("interrupted", "canceled", "turn_aborted (interrupted) at line 7"),
+        ("interrupted", "abandoned", "transcript ends inside tool call c3"),
+    ]
+    items = TodoItem.objects.filter(todo_list__session_id="codex-synthetic")
+    assert [(i.content, i.status) for i in items] == [
+        ("Read code", "completed"),
+        ("Fix", "pending"),
+    ]
+    assert items[0].todo_list.version == 2
+    last = Event.objects.filter(session_id="codex-synthetic").last()
+    assert last is not None and last.tool_calls[0]["arguments"] == {}
