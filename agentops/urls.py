@@ -12,6 +12,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("sessions/", include("sessions_app.urls")),
+    path("sessions/<str:session_id>/todos/", include("todos_app.urls")),
     path("turns/", include("sessions_app.triage")),
     path("admin/", admin.site.urls),
 ]

@@ -28,19 +28,27 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentops.runtime.errors import SessionNotFoundError
-from agentops.runtime.todos import TodoItem, TodoToolError, dump_todos
+from agentops.runtime.todos import TodoIndexError, TodoItem, TodoToolError, dump_todos
 from sessions_app.models import Session
 from todos_app.models import TodoChange, TodoList
 from todos_app.models import TodoItem as TodoItemRow
 
 __all__ = [
+    "STATUSES",
     "Actor",
     "TodoConflictError",
     "TodoSnapshot",
+    "add_item",
     "change_todos",
+    "clear_items",
+    "delete_item",
+    "edit_item",
+    "move_item",
     "read_snapshot",
     "read_todos",
+    "replace_items",
     "replace_todos",
+    "set_status",
     "todo_items_of",
 ]
 
@@ -251,3 +259,194 @@ def replace_todos(
         session_id, replace, actor=actor, action=action, expected_version=expected_version
     )
     return version
+
+
+# -- a person's edits (dashboard and Django admin) ---------------------------------------
+#
+# Each takes the version the person's form was built from (`expected_version`) and
+# raises `TodoConflictError` when the list moved on meanwhile; bad input raises
+# `TodoToolError` with a message to show. All return the new version.
+
+#: Statuses a person can pick (other strings written by agents are kept as they are).
+STATUSES = tuple(TodoItemRow.Status.values)
+
+
+def _check_index(index: int, items: Sequence[TodoItem]) -> None:
+    if not 0 <= index < len(items):
+        raise TodoIndexError(index, len(items))
+
+
+def _check_text(content: str) -> str:
+    content = content.strip()
+    if not content:
+        raise TodoToolError("content must not be empty")
+    return content
+
+
+def _check_status(status: str) -> str:
+    if status not in STATUSES:
+        raise TodoToolError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
+    return status
+
+
+def _person_change(
+    session_id: str,
+    change: Callable[[list[TodoItem]], list[TodoItem]],
+    *,
+    user: User | AnonymousUser,
+    action: str,
+    expected_version: int | None,
+) -> int:
+    def apply(current: list[TodoItem]) -> tuple[list[TodoItem], None]:
+        return change(current), None
+
+    _result, version = change_todos(
+        session_id,
+        apply,
+        actor=Actor.person(user),
+        action=action,
+        expected_version=expected_version,
+    )
+    return version
+
+
+def add_item(
+    session_id: str,
+    content: str,
+    *,
+    active_form: str = "",
+    status: str = TodoItemRow.Status.PENDING,
+    user: User | AnonymousUser,
+    expected_version: int | None,
+) -> int:
+    """Append an item (content required; status one of `STATUSES`); action "add"."""
+    item = TodoItem(
+        content=_check_text(content), status=_check_status(status), active_form=active_form.strip()
+    )
+    return _person_change(
+        session_id,
+        lambda items: [*items, item],
+        user=user,
+        action="add",
+        expected_version=expected_version,
+    )
+
+
+def edit_item(
+    session_id: str,
+    index: int,
+    *,
+    content: str,
+    active_form: str,
+    user: User | AnonymousUser,
+    expected_version: int | None,
+) -> int:
+    """Set item `index`'s content (required) and active form (may be empty); "edit"."""
+    content = _check_text(content)
+
+    def change(items: list[TodoItem]) -> list[TodoItem]:
+        _check_index(index, items)
+        items[index] = items[index].model_copy(
+            update={"content": content, "active_form": active_form.strip()}
+        )
+        return items
+
+    return _person_change(
+        session_id, change, user=user, action="edit", expected_version=expected_version
+    )
+
+
+def set_status(
+    session_id: str,
+    index: int,
+    status: str,
+    *,
+    user: User | AnonymousUser,
+    expected_version: int | None,
+) -> int:
+    """Set item `index`'s status (one of `STATUSES`); action "status"."""
+    status = _check_status(status)
+
+    def change(items: list[TodoItem]) -> list[TodoItem]:
+        _check_index(index, items)
+        items[index] = items[index].model_copy(update={"status": status})
+        return items
+
+    return _person_change(
+        session_id, change, user=user, action="status", expected_version=expected_version
+    )
+
+
+def move_item(
+    session_id: str,
+    index: int,
+    offset: int,
+    *,
+    user: User | AnonymousUser,
+    expected_version: int | None,
+) -> int:
+    """Swap item `index` with its neighbour `offset` (-1 up, +1 down); action "move".
+
+    Moving the first item up or the last one down raises `TodoToolError`.
+    """
+    if offset not in (-1, 1):
+        raise TodoToolError("an item moves by one place, up (-1) or down (+1)")
+
+    def change(items: list[TodoItem]) -> list[TodoItem]:
+        _check_index(index, items)
+        target = index + offset
+        if not 0 <= target < len(items):
+            raise TodoToolError(f"item {index} cannot move {'up' if offset < 0 else 'down'}")
+        items[index], items[target] = items[target], items[index]
+        return items
+
+    return _person_change(
+        session_id, change, user=user, action="move", expected_version=expected_version
+    )
+
+
+def delete_item(
+    session_id: str, index: int, *, user: User | AnonymousUser, expected_version: int | None
+) -> int:
+    """Remove item `index` (later items move up one place); action "delete"."""
+
+    def change(items: list[TodoItem]) -> list[TodoItem]:
+        _check_index(index, items)
+        del items[index]
+        return items
+
+    return _person_change(
+        session_id, change, user=user, action="delete", expected_version=expected_version
+    )
+
+
+def clear_items(
+    session_id: str, *, user: User | AnonymousUser, expected_version: int | None
+) -> int:
+    """Empty the list (it stays, with no items); action "clear"."""
+    return _person_change(
+        session_id,
+        lambda _items: [],
+        user=user,
+        action="clear",
+        expected_version=expected_version,
+    )
+
+
+def replace_items(
+    session_id: str,
+    items: Sequence[TodoItem],
+    *,
+    user: User | AnonymousUser,
+    expected_version: int | None,
+    action: str = "admin",
+) -> int:
+    """Replace the whole list with `items` (Django admin's save); contents required."""
+    checked = [item.model_copy(update={"content": _check_text(item.content)}) for item in items]
+    return _person_change(
+        session_id,
+        lambda _items: checked,
+        user=user,
+        action=action,
+        expected_version=expected_version,
+    )

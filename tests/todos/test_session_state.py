@@ -15,7 +15,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def event(text: str, **extra) -> Event:
-    return Event(session_id="s1", turn_id="t1", content=Content(role="assistant", text=text), **extra)
+    return Event(
+        session_id="s1", turn_id="t1", content=Content(role="assistant", text=text), **extra
+    )
 
 
 async def test_state_delta_setting_todos_replaces_the_rows_and_never_the_state():
