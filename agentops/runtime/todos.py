@@ -121,11 +121,13 @@ def dump_todos(items: Sequence[TodoItem]) -> list[dict[str, str]]:
 def render_todos_for_summary(items: Sequence[TodoItem]) -> str:
     """The todo block of a compaction summariser prompt (SPEC.md 7).
 
-    One line per item (``- [status] content``) between `SUMMARY_START_MARKER` and
-    `SUMMARY_END_MARKER`, followed by the instruction to restore the list with the tools.
+    One line per item (``- [status] content``, runs of whitespace in the content
+    collapsed to one space so an item never spans lines) between `SUMMARY_START_MARKER`
+    and `SUMMARY_END_MARKER`, followed by the instruction to restore the list with the
+    tools.
     """
     lines = [SUMMARY_START_MARKER]
-    lines.extend(f"- [{item.status}] {item.content}" for item in items)
+    lines.extend(f"- [{item.status}] {' '.join(item.content.split())}" for item in items)
     lines.append(SUMMARY_END_MARKER)
     lines.append(
         "When you resume, restore this task list with todos_write and keep it current "

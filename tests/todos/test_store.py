@@ -91,3 +91,60 @@ async def test_concurrent_updates_in_one_turn_are_all_kept():
     listed = (await tools.call("todos_list", sid))["todos"]
     assert all(item["status"] == "completed" for item in listed)
     assert (await TodoList.objects.aget(session_id=sid)).version == 21
+
+
+# -- the same tool behaviour on both stores (SPEC.md 8 "Todos") -------------------------
+
+
+@pytest.fixture(params=["memory", "django"])
+async def bound_tools(request) -> tuple[TodoTools, str]:
+    if request.param == "memory":
+        from agentops.runtime.memory import InMemorySessionService, InMemoryTodoStore
+
+        service = InMemorySessionService()
+        session = await service.create_session("app")
+        return TodoTools(InMemoryTodoStore(service)), session.id
+    tools, _service, sid = await _tools()
+    return tools, sid
+
+
+def test_all_four_tools_registered_with_schemas():
+    tools = TodoTools(get_todo_store())
+    names = [spec.name for spec in tools.specs]
+    assert names == ["todos_list", "todos_write", "todos_update", "todos_clear"]
+    assert all(spec.parameters["type"] == "object" for spec in tools.specs)
+
+
+async def test_tools_behave_the_same_on_both_stores(bound_tools):
+    tools, sid = bound_tools
+    assert await tools.call("todos_list", sid) == {"todos": []}  # unset -> empty
+    assert await tools.call("todos_write", sid, {}) == {"count": 0}  # missing -> empty list
+    items = [{"content": "a", "status": "pending"}, {"content": "b", "status": "odd-status"}]
+    assert await tools.call("todos_write", sid, {"todos": items}) == {"count": 2}
+    patch = {"index": 0, "status": "in_progress", "content": "", "active_form": "Doing a"}
+    assert await tools.call("todos_update", sid, patch) == {"ok": True}
+    assert (await tools.call("todos_list", sid))["todos"] == [
+        {"content": "a", "status": "in_progress", "active_form": "Doing a"},
+        {"content": "b", "status": "odd-status"},  # other strings kept as given
+    ]
+    with pytest.raises(TodoIndexError, match=r"index 2 is out of range \[0, 2\)"):
+        await tools.call("todos_update", sid, {"index": 2, "status": "completed"})
+    with pytest.raises(TodoShapeError, match="holds a dict"):
+        await tools.call("todos_write", sid, {"todos": {"content": "not a list"}})
+    assert await tools.call("todos_clear", sid) == {"ok": True}
+    assert await tools.call("todos_list", sid) == {"todos": []}
+
+
+async def test_json_round_trip_coerces_and_skips_garbage_on_both_stores(bound_tools):
+    import json
+
+    tools, sid = bound_tools
+    sent = json.loads(
+        '[{"content": "ok", "status": "completed", "active_form": ""},'
+        ' {"content": 7, "status": null, "active_form": ["x"]}, "garbage", 3, null]'
+    )
+    assert await tools.call("todos_write", sid, {"todos": sent}) == {"count": 2}
+    listed = json.loads(json.dumps(await tools.call("todos_list", sid)))
+    assert listed == {
+        "todos": [{"content": "ok", "status": "completed"}, {"content": "", "status": ""}]
+    }
