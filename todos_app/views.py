@@ -73,7 +73,14 @@ def todo_page(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
 @require_GET
 def todo_panel(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/todos/panel/: the panel alone (live refresh, htmx)."""
-    return render(request, "todos/panel.html#panel", _panel_context(request, session_id))
+    return _panel_response(request, _panel_context(request, session_id))
+
+
+def _panel_response(request: HtmxHttpRequest, context: dict[str, Any]) -> HttpResponse:
+    """The panel partial; `HX-Trigger: todos-updated` lets the history section reload."""
+    response = render(request, "todos/panel.html#panel", context)
+    response["HX-Trigger"] = "todos-updated"
+    return response
 
 
 def _edit(
@@ -102,7 +109,7 @@ def _edit(
     if request.htmx:
         context = _panel_context(request, session.id)
         context.update(todo_message=message, todo_message_kind=kind)
-        return render(request, "todos/panel.html#panel", context)
+        return _panel_response(request, context)
     if not message:
         return HttpResponseRedirect(_return_url(request, session.id))
     context = _page_context(request, session.id)
