@@ -1,10 +1,11 @@
 """Store registry for the runtime tests.
 
-Every runner/turn-store test runs against each registered store kind. To add a store
-(say the Django one), append a `StoreKind` to `STORE_KINDS` (or call `register_store`)
-from here or from a conftest that imports this module. A kind names the fixtures its
-factory needs (e.g. ``("transactional_db",)``); kinds without fixtures also run in the
-hypothesis property tests.
+Every runner/turn-store test runs against each registered store kind: the in-memory
+stores and the Django store (`django`, on the test database: SQLite, or PostgreSQL when
+DATABASE_URL is set). To add a store, append a `StoreKind` to `STORE_KINDS` (or call
+`register_store`) from here or from a conftest that imports this module. A kind names the
+fixtures its factory needs (e.g. ``("transactional_db",)``) and the marks its cases need;
+kinds without fixtures also run in the hypothesis property tests.
 
 Fixtures:
 - `store`: every kind.
@@ -41,6 +42,11 @@ class StoreKind:
     durable: bool
     locking: bool
     fixtures: tuple[str, ...] = ()
+    #: pytest marks applied to this kind's parametrised cases. A database kind needs
+    #: `pytest.mark.django_db(transaction=True)` here, not only the `transactional_db`
+    #: fixture: requested late (from the store fixture) pytest-django would wrap the test
+    #: in a transaction that the ORM's worker thread then waits on.
+    marks: tuple[pytest.MarkDecorator, ...] = ()
 
 
 def _memory() -> StoreHarness:
@@ -53,9 +59,36 @@ def _memory_legacy() -> StoreHarness:
     return StoreHarness(service, durable=False, locking=False, archive=service.archive_events)
 
 
+def _django() -> StoreHarness:
+    """The Django store (`sessions_app.service.DjangoSessionService`) on the test database.
+
+    Imported lazily so the runtime tests stay importable without Django; runs on SQLite by
+    default and on PostgreSQL when DATABASE_URL points there (advisory run lock).
+    """
+    from django.utils import timezone
+
+    from sessions_app.models import Event as EventRow
+    from sessions_app.service import DjangoSessionService
+
+    async def archive(session_id: str, event_ids: list[int]) -> None:
+        await EventRow.objects.filter(session_id=session_id, pk__in=event_ids).aupdate(
+            archived_at=timezone.now()
+        )
+
+    return StoreHarness(DjangoSessionService(), durable=True, locking=True, archive=archive)
+
+
 STORE_KINDS: list[StoreKind] = [
     StoreKind("memory", _memory, durable=True, locking=True),
     StoreKind("memory-legacy", _memory_legacy, durable=False, locking=False),
+    StoreKind(
+        "django",
+        _django,
+        durable=True,
+        locking=True,
+        fixtures=("transactional_db",),
+        marks=(pytest.mark.django_db(transaction=True),),
+    ),
 ]
 
 
@@ -82,9 +115,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for fixture_name, select in _SELECTORS.items():
         if fixture_name in metafunc.fixturenames:
             kinds = [kind for kind in STORE_KINDS if select(kind)]
-            metafunc.parametrize(
-                fixture_name, kinds, ids=[kind.name for kind in kinds], indirect=True
-            )
+            params = [pytest.param(kind, marks=kind.marks, id=kind.name) for kind in kinds]
+            metafunc.parametrize(fixture_name, params, indirect=True)
 
 
 def _harness(request: pytest.FixtureRequest) -> StoreHarness:
