@@ -72,3 +72,9 @@ def _close_worker_thread_connections():
     """
     yield
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run browser tests last: Playwright's sync API keeps an event loop running in the
+    main thread for the rest of the session, which async tests cannot share."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)

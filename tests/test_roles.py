@@ -1,0 +1,29 @@
+"""The two roles exist after migrate and after a test-database flush."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+
+from sessions_app.roles import ADMINS, OPERATORS, ROLE_PERMISSIONS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_role_groups_survive_a_flush_with_their_permissions():
+    call_command("flush", interactive=False, verbosity=0)
+    for name in (OPERATORS, ADMINS):
+        group = Group.objects.get(name=name)
+        granted = {
+            f"{p.content_type.app_label}.{p.codename}"
+            for p in group.permissions.select_related("content_type")
+        }
+        assert granted == set(ROLE_PERMISSIONS[name])
+
+
+@pytest.mark.django_db
+def test_operator_reads_and_admin_also_edits(operator_user, admin_user):
+    assert operator_user.has_perm("sessions_app.view_session")
+    assert not operator_user.has_perm("todos_app.change_todoitem")
+    assert admin_user.has_perm("todos_app.change_todoitem")
+    assert admin_user.has_perm("sessions_app.record_tool_outcome")
