@@ -451,7 +451,35 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
     Returns (issue count, cannot_resume). Runs the real inspector and projector
     (SPEC.md 4-5) on the stored facts; call it inside the transaction that changed them.
     """
-    turns, events = load_facts(session_id)
+    turns = [
+        turn_from_row(row)
+        for row in models.Turn.objects.filter(session_id=session_id).order_by("started_at", "id")
+    ]
+    # Only what the tool protocol and the projection verdict depend on: no text, parts,
+    # reasoning or usage, so large sessions are not decoded in full.
+    rows = (
+        models.Event.objects.active()
+        .filter(session_id=session_id)
+        .order_by("id")
+        .values_list("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id")
+    )
+    # One validation call per event (nested models validated inside pydantic-core).
+    events = [
+        Event.model_validate(
+            {
+                "id": event_id,
+                "session_id": session_id,
+                "turn_id": turn_id,
+                "content": {
+                    "role": role,
+                    "tool_calls": tool_calls or (),
+                    "tool_response": tool_response,
+                    "tool_call_id": tool_call_id,
+                },
+            }
+        )
+        for event_id, turn_id, role, tool_calls, tool_response, tool_call_id in rows
+    ]
     issue_count = len(inspect_tool_protocol(events))
     cannot_resume = explain_projection(turns, events).error is not None
     models.Session.objects.filter(pk=session_id).update(
