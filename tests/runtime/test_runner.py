@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -39,6 +39,13 @@ class ProviderError(Exception):
 
     def turn_failure(self) -> TurnFailure:
         return TurnFailure(code="provider_rate_limited", message="The provider rate-limited us.")
+
+
+async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait until `condition()` holds (polling), so tests do not depend on store speed."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.005)
 
 
 async def new_session(harness: StoreHarness) -> str:
@@ -299,9 +306,11 @@ async def test_two_runs_of_one_session_serialise(locking_store: StoreHarness) ->
 
     runner = Runner(slow, locking_store.service)
     first = asyncio.create_task(drain(runner, sid, "one"))
-    await asyncio.sleep(0.01)
+    await until(lambda: order == ["start one"])  # the first run holds the lock
     second = asyncio.create_task(drain(runner, sid, "two"))
-    await asyncio.sleep(0.01)
+    # Give the second run ample time to (wrongly) get past the lock; a database store's
+    # writes take milliseconds each.
+    await asyncio.sleep(0.2)
     assert order == ["start one"]
     release.set()
     await asyncio.gather(first, second)
@@ -314,15 +323,18 @@ async def test_cancelled_lock_waiter_creates_no_turn(locking_store: StoreHarness
     sid = await new_session(locking_store)
     release = asyncio.Event()
 
+    started = asyncio.Event()
+
     async def blocking(context: list[Event]) -> AsyncIterator[Event]:
+        started.set()
         await release.wait()
         yield assistant("done")
 
     runner = Runner(blocking, locking_store.service)
     first = asyncio.create_task(drain(runner, sid, "one"))
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(started.wait(), 10)  # the first run holds the lock
     waiter = asyncio.create_task(drain(runner, sid, "two"))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)  # the waiter is now waiting for the lock
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter
@@ -421,7 +433,9 @@ async def test_timeout_interrupts_turn_with_deadline_exceeded(durable_store: Sto
         await asyncio.sleep(10)
         yield assistant("never")
 
-    yielded, error = await drain(Runner(sleepy, durable_store.service), sid, timeout=0.05)
+    # The deadline also covers taking the run lock and the first writes: on PostgreSQL
+    # under load that is tens of milliseconds, so leave room (the agent sleeps 10 s).
+    yielded, error = await drain(Runner(sleepy, durable_store.service), sid, timeout=1.0)
     assert isinstance(error, TimeoutError) and len(yielded) == 1
     turn = await only_turn(durable_store, sid)
     assert (turn.status, turn.reason, turn.failure) == (
