@@ -383,3 +383,44 @@ class ImportedFile(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class ToolOutcome(models.Model):
+    """What a person recorded about a tool call that has no stored result.
+
+    Stored history is never rewritten: this record sits beside the assistant event, and
+    the product's projector (`sessions_app.projector`) turns it into a synthetic tool result
+    right after that event, so the tool-call group closes and the session can resume
+    (SPEC.md 4: a custom projector; the runner still validates the tool protocol).
+    `result` is the JSON value the tool returned (outcome "ran"); `recorded_at` is UTC.
+    """
+
+    class Outcome(models.TextChoices):
+        DID_NOT_RUN = "did_not_run", "Did not run"
+        RAN = "ran", "Ran, with this result"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tool_outcomes")
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="tool_outcomes")
+    call_id = models.CharField(max_length=255)
+    tool_name = models.CharField(max_length=255, blank=True, default="")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    result = models.JSONField(null=True, blank=True)
+    reason = models.TextField()
+    recorded_by = models.ForeignKey(
+        "auth.User", on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    recorded_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["event_id", "id"]
+        constraints = [
+            # One outcome per call of an assistant event; a second one is a conflict.
+            models.UniqueConstraint(fields=["event", "call_id"], name="tool_outcome_unique_call"),
+        ]
+        indexes = [
+            # Projection and pages: a session's outcomes.
+            models.Index(fields=["session", "event"], name="tool_outcome_session_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.call_id}: {self.outcome}"

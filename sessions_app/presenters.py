@@ -7,7 +7,7 @@ events that answer no call in view are shown on their own.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -20,6 +20,7 @@ from agentops.runtime.projection import ProjectionEntry
 from agentops.runtime.protocol import ToolProtocolIssue
 from agentops.runtime.session import Turn
 from sessions_app.models import Event
+from sessions_app.projector import RecordedOutcome
 from sessions_app.rendering import pretty_json, render_markdown
 
 
@@ -190,22 +191,32 @@ class ProtocolIssueView:
     def all_pending(self) -> bool:
         return all(call["pending"] for call in self.calls)
 
+    @property
+    def all_recorded(self) -> bool:
+        return all(call["outcome"] is not None for call in self.calls)
+
 
 def protocol_issue(
-    issue: ToolProtocolIssue, turn: Turn | None, pending_call_ids: list[str] | None
+    issue: ToolProtocolIssue,
+    turn: Turn | None,
+    pending_call_ids: list[str] | None,
+    outcomes: Mapping[tuple[int, str], RecordedOutcome] | None = None,
 ) -> ProtocolIssueView:
-    """Present `issue` with its turn and which of its calls are pending approval."""
+    """Present `issue` with its turn, which of its calls are pending approval and which
+    have a recorded outcome (`outcome`: a RecordedOutcome or None; `result_json` its
+    result as JSON text)."""
     pending = set(pending_call_ids or [])
-    return ProtocolIssueView(
-        issue=issue,
-        turn=turn,
-        calls=[
+    calls = []
+    for call in issue.tool_calls:
+        outcome = (outcomes or {}).get((issue.event_id, call.id))
+        calls.append(
             {
                 "id": call.id,
                 "name": call.name,
                 "arguments_json": pretty_json(call.arguments),
                 "pending": call.id in pending,
+                "outcome": outcome,
+                "result_json": pretty_json(outcome.result) if outcome else "",
             }
-            for call in issue.tool_calls
-        ],
-    )
+        )
+    return ProtocolIssueView(issue=issue, turn=turn, calls=calls)

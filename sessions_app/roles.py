@@ -29,6 +29,11 @@ def can_edit_todos(user: User | AnonymousUser) -> bool:
     return bool(user.is_authenticated and user.has_perm(EDIT_TODOS_PERMISSION))
 
 
+def can_record_outcomes(user: User | AnonymousUser) -> bool:
+    """True when `user` may record the outcome of an unanswered tool call (admins)."""
+    return bool(user.is_authenticated and user.has_perm(RECORD_OUTCOME_PERMISSION))
+
+
 def can_run_turns(user: User | AnonymousUser) -> bool:
     """True when `user` may start and stop turns from the session page (admins and
     superusers). Running a turn writes to the session, so operators (read-only) may not;

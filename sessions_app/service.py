@@ -39,6 +39,7 @@ from agentops.runtime.session import (
 )
 from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
+from sessions_app.projector import apply_tool_outcomes, load_outcomes
 from todos_app.models import TodoList
 from todos_app.services import Actor, replace_todos, todo_items_of
 
@@ -480,6 +481,8 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
         )
         for event_id, turn_id, role, tool_calls, tool_response, tool_call_id in rows
     ]
+    # Recorded tool outcomes close their calls, as the product projector does.
+    events = apply_tool_outcomes(events, load_outcomes(session_id))
     issue_count = len(inspect_tool_protocol(events))
     cannot_resume = explain_projection(turns, events).error is not None
     models.Session.objects.filter(pk=session_id).update(

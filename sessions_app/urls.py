@@ -12,6 +12,9 @@ urlpatterns = [
     path("<str:session_id>/turns/", views.session_turns, name="turns"),
     path("<str:session_id>/context/", views.session_context, name="context"),
     path("<str:session_id>/protocol/", views.session_protocol, name="protocol"),
+    path(
+        "<str:session_id>/protocol/outcomes/", views.tool_outcome_create, name="tool_outcome_create"
+    ),
     path("<str:session_id>/turns/<path:turn_id>/events/", views.turn_events, name="turn_events"),
     path("<str:session_id>/events/<int:event_id>/raw/", views.event_raw, name="event_raw"),
 ]

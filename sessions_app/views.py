@@ -10,19 +10,23 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from agentops.runtime.projection import explain_projection
 from agentops.runtime.protocol import inspect_tool_protocol
 from sessions_app import presenters
 from sessions_app.access import get_session_for_user, require_viewer
-from sessions_app.models import Event, Session, Turn
+from sessions_app.models import Event, Session, ToolOutcome, Turn
+from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
+from sessions_app.projector import explain_product_projection, load_outcomes
 from sessions_app.rendering import pretty_json
+from sessions_app.roles import can_record_outcomes
 from sessions_app.service import load_facts
 
 
@@ -188,13 +192,14 @@ def event_raw(request: HtmxHttpRequest, session_id: str, event_id: int) -> HttpR
 def session_context(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/context/: what the next turn's agent would be sent.
 
-    Runs the runtime's default projection on the stored facts (SPEC.md 4) and shows every
-    stored event as kept, dropped (running turn) or cut (unsafe suffix after an unanswered
-    call), the status notices in place, or the unknown-execution error.
+    Runs the product projection (the runtime's default projection, SPEC.md 4, with recorded
+    tool outcomes closing their calls) on the stored facts and shows every stored event as
+    kept, dropped (running turn) or cut (unsafe suffix after an unanswered call), the
+    status notices and recorded outcomes in place, or the unknown-execution error.
     """
     session = get_session_for_user(request, session_id)
     turns, events = load_facts(session.id)
-    explanation = explain_projection(turns, events)
+    explanation = explain_product_projection(session.id, turns, events)
     # Only one page of entries is rendered; by default the last one, which ends where the
     # new user message would follow.
     paginator = Paginator(explanation.entries, settings.AGENTOPS_EVENTS_PER_TURN_PAGE)
@@ -225,13 +230,45 @@ def session_protocol(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
             "id", "pending_call_ids"
         )
     )
+    outcomes = load_outcomes(session.id)
     context = {
         "session": session,
         "issues": [
             presenters.protocol_issue(
-                issue, turn_by_id.get(issue.turn_id), pending.get(issue.event_id)
+                issue, turn_by_id.get(issue.turn_id), pending.get(issue.event_id), outcomes
             )
             for issue in issues
         ],
+        "can_record": can_record_outcomes(request.user),
+        "outcome_choices": ToolOutcome.Outcome.choices,
     }
     return render(request, "sessions/protocol.html", context)
+
+
+@require_POST
+def tool_outcome_create(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
+    """POST /sessions/<id>/protocol/outcomes/: record the outcome of an unanswered call.
+
+    Form fields: event_id, call_id, outcome (did_not_run | ran), result (JSON or text, for
+    "ran"), reason. Admins only (403 otherwise); a rejected outcome shows its reason as an
+    error message. Redirects back to the protocol page (post/redirect/get).
+    """
+    session = get_session_for_user(request, session_id)
+    if not can_record_outcomes(request.user):
+        raise PermissionDenied("Only admins may record tool outcomes.")
+    event_id = request.POST.get("event_id", "")
+    try:
+        record_tool_outcome(
+            session,
+            event_id=int(event_id) if event_id.isdigit() else -1,
+            call_id=request.POST.get("call_id", ""),
+            outcome=request.POST.get("outcome", ""),
+            result=parse_result(request.POST.get("result", "")),
+            reason=request.POST.get("reason", ""),
+            user=request.user,  # type: ignore[arg-type]
+        )
+    except OutcomeRejectedError as error:
+        messages.error(request, f"Not recorded: {error}.")
+    else:
+        messages.success(request, "Outcome recorded. The next turn's context includes it.")
+    return redirect("sessions:protocol", session_id=session.id)

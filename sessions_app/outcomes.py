@@ -1,0 +1,85 @@
+"""Recording what happened to a tool call that has no stored result (one code path).
+
+`record_tool_outcome` checks the call is really unanswered in the stored history (the
+runtime's inspector, SPEC.md 5), stores one attributed `ToolOutcome` (who, when, why) and
+refreshes the session's resume status, all in one transaction. Stored events are never
+changed; the product projector (`sessions_app.projector`) uses the record.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agentops.runtime.protocol import inspect_tool_protocol
+from sessions_app.models import Session, ToolOutcome
+from sessions_app.service import load_facts, refresh_resume_status
+
+
+class OutcomeRejectedError(ValueError):
+    """The outcome cannot be recorded; `str(error)` is a specific message for the user."""
+
+
+def parse_result(text: str) -> Any:
+    """The recorded result: `text` parsed as JSON when it is valid JSON, else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def record_tool_outcome(
+    session: Session,
+    *,
+    event_id: int,
+    call_id: str,
+    outcome: str,
+    result: Any,
+    reason: str,
+    user: User,
+) -> ToolOutcome:
+    """Record `outcome` ("did_not_run" or "ran" with `result`) of call `call_id` of assistant
+    event `event_id`, attributed to `user`, now (UTC).
+
+    Raises OutcomeRejectedError when the reason is empty, the outcome unknown, the call is
+    not an unanswered call of that event, or an outcome for it already exists.
+    """
+    if outcome not in ToolOutcome.Outcome.values:
+        raise OutcomeRejectedError(f"unknown outcome {outcome!r}")
+    if not reason.strip():
+        raise OutcomeRejectedError("say why: a reason is required")
+    with transaction.atomic():
+        _turns, events = load_facts(session.id)
+        unanswered = {
+            call.id: call
+            for issue in inspect_tool_protocol(events)
+            if issue.event_id == event_id
+            for call in issue.tool_calls
+        }
+        if call_id not in unanswered:
+            raise OutcomeRejectedError(
+                f"call {call_id!r} of event {event_id} is not an unanswered tool call"
+            )
+        try:
+            with transaction.atomic():
+                record = ToolOutcome.objects.create(
+                    session=session,
+                    event_id=event_id,
+                    call_id=call_id,
+                    tool_name=unanswered[call_id].name,
+                    outcome=outcome,
+                    result=result if outcome == ToolOutcome.Outcome.RAN else None,
+                    reason=reason.strip(),
+                    recorded_by=user,
+                    recorded_at=timezone.now(),
+                )
+        except IntegrityError:
+            raise OutcomeRejectedError(
+                f"an outcome for call {call_id!r} was already recorded"
+            ) from None
+        refresh_resume_status(session.id)
+    return record
