@@ -232,38 +232,52 @@ class DjangoSessionService:
         return await sync_to_async(self._append_event)(event)
 
     def _append_event(self, event: Event) -> Event:
+        delta = dict(event.state_delta)
+        fields = row_fields_from_event(event)
         with transaction.atomic():
-            session = (
+            # Inside the transaction: on SQLite BEGIN IMMEDIATE already holds the write
+            # lock, so timestamps grow with ids.
+            now = timezone.now()
+            if not delta:
+                # Nothing to merge (most events): one UPDATE both checks that the session
+                # exists and locks its row (PostgreSQL) before the INSERT, so a session's
+                # event ids still grow in commit order; two statements instead of three.
+                touched = models.Session.objects.filter(pk=event.session_id).update(updated_at=now)
+                if not touched:
+                    raise errors.SessionNotFoundError(event.session_id)
+                row_id = self._insert_event(event.session_id, now, fields)
+                return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
+            # A delta: read-modify-write of the state under the row lock (SELECT ... FOR
+            # UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already holds the write lock).
+            state = (
                 models.Session.objects.select_for_update()
-                .only("id", "state", "updated_at")
                 .filter(pk=event.session_id)
+                .values_list("state", flat=True)
                 .first()
             )
-            if session is None:
+            if state is None:
                 raise errors.SessionNotFoundError(event.session_id)
-            now = timezone.now()
-            row = models.Event.objects.create(
-                session_id=session.id,
-                created_at=now,
-                updated_at=now,
-                **row_fields_from_event(event),
-            )
-            session.updated_at = now
-            delta = dict(event.state_delta)
+            row_id = self._insert_event(event.session_id, now, fields)
             if TODOS_STATE_KEY in delta:
                 # Todos: route to the rows (the one source of truth), not Session.state.
                 replace_todos(
-                    session.id,
+                    event.session_id,
                     coerce_todos(delta.pop(TODOS_STATE_KEY)),
-                    actor=Actor.agent(turn_id=event.turn_id, event_id=row.id),
+                    actor=Actor.agent(turn_id=event.turn_id, event_id=row_id),
                     action="state_delta",
                 )
+            update: dict[str, Any] = {"updated_at": now}
             if delta:
-                session.state = {**session.state, **delta}
-                session.save(update_fields=["state", "updated_at"])
-            else:
-                session.save(update_fields=["updated_at"])
-        return event.model_copy(update={"id": row.id, "created_at": now, "updated_at": now})
+                update["state"] = {**state, **delta}
+            models.Session.objects.filter(pk=event.session_id).update(**update)
+        return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
+
+    @staticmethod
+    def _insert_event(session_id: str, now: Any, fields: dict[str, Any]) -> int:
+        row = models.Event.objects.create(
+            session_id=session_id, created_at=now, updated_at=now, **fields
+        )
+        return row.id
 
     async def delete_event(self, session_id: str, event_id: int) -> None:
         """Soft-delete an event (it leaves the active history, the row stays)."""
