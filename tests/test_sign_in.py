@@ -1,0 +1,40 @@
+"""Sign-in: the login page, and rate limiting of failed attempts (django-axes)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+
+
+def _attempt(client, username: str, password: str):
+    return client.post(reverse("login"), {"username": username, "password": password})
+
+
+def test_sign_in_with_the_form_lands_on_the_sessions_list(client, operator_user):
+    response = _attempt(client, operator_user.username, "pw-" + operator_user.username)
+    assert response.status_code == 302 and response["Location"] == reverse("sessions:list")
+
+
+def test_repeated_wrong_passwords_lock_the_user_out(client, operator_user, settings):
+    settings.AXES_FAILURE_LIMIT = 3
+    for _ in range(2):
+        response = _attempt(client, operator_user.username, "wrong")
+        assert response.status_code == 200
+        assert b"didn't match" in response.content
+    locked = _attempt(client, operator_user.username, "wrong")
+    assert locked.status_code == 429
+    assert b"Too many failed sign-in attempts" in locked.content
+    # Even the right password is refused during the cool-off.
+    right = _attempt(client, operator_user.username, "pw-" + operator_user.username)
+    assert right.status_code == 429
+    assert "_auth_user_id" not in client.session
+
+
+def test_lockout_is_per_username(client, operator_user, admin_user, settings):
+    settings.AXES_FAILURE_LIMIT = 2
+    for _ in range(2):
+        _attempt(client, operator_user.username, "wrong")
+    response = _attempt(client, admin_user.username, "pw-" + admin_user.username)
+    assert response.status_code == 302
