@@ -1,4 +1,11 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels (later issues)."""
+"""ASGI entry point: HTTP through Django, websockets through Channels.
+
+Websockets (``ws/sessions/<id>/``, `sessions_app.consumers`) pass the origin check
+against ALLOWED_HOSTS and Django's session authentication. With
+``AGENTOPS_LIVE_DEMO=true`` (set by ``python3 dev.py serve``) the server process also keeps
+the demo session ``demo-live`` running a slowly streaming turn (`sessions_app.live_demo`),
+started on the first connection, so the dashboard always shows a live turn.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,23 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
 # Django must be set up before anything imports models (channels routing does).
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)
+
+if settings.AGENTOPS_LIVE_DEMO:
+    from sessions_app.live_demo import start_with
+
+    application = start_with(application)  # type: ignore[assignment]

@@ -163,11 +163,14 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # Room for bursts of streamed fragments per watcher before messages drop.
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000},
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -204,6 +207,13 @@ AGENTOPS_TURNS_PER_PAGE = envint("AGENTOPS_TURNS_PER_PAGE", 20)
 AGENTOPS_EVENTS_PER_TURN_PAGE = envint("AGENTOPS_EVENTS_PER_TURN_PAGE", 200)
 # Triage queue: a running turn with no new event for this long counts as stuck.
 AGENTOPS_STUCK_AFTER_SECONDS = envint("AGENTOPS_STUCK_AFTER_SECONDS", 600)
+
+# Live turns (sessions_app.live): dotted path of the agent factory used for turns started
+# from the session page and `manage.py run_turn`: factory(*, todo_store) -> agent.
+AGENTOPS_AGENT = envstr("AGENTOPS_AGENT", "agentops.agents.demo.make_agent")
+# true: the server process keeps the demo session "demo-live" running a slowly streaming
+# turn (set by `python3 dev.py serve`; off everywhere else, tests included).
+AGENTOPS_LIVE_DEMO = envbool("AGENTOPS_LIVE_DEMO", False)
 
 LOGGING = {
     "version": 1,

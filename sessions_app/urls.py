@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app import views
+from sessions_app import live_views, views
 
 app_name = "sessions"
 
@@ -15,6 +15,8 @@ urlpatterns = [
     path(
         "<str:session_id>/protocol/outcomes/", views.tool_outcome_create, name="tool_outcome_create"
     ),
+    path("<str:session_id>/run/", live_views.run_turn, name="run_turn"),
+    path("<str:session_id>/stop/", live_views.stop_turns, name="stop_turns"),
     path("<str:session_id>/turns/<path:turn_id>/events/", views.turn_events, name="turn_events"),
     path("<str:session_id>/events/<int:event_id>/raw/", views.event_raw, name="event_raw"),
 ]

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
 from agentops.runtime.protocol import inspect_tool_protocol
-from sessions_app import presenters
+from sessions_app import live_views, presenters
 from sessions_app.access import get_session_for_user, require_viewer
 from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
@@ -121,6 +121,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
         "todo_done": sum(1 for item in todos if item.status == "completed"),
         "has_legacy": has_legacy,
         "state_json": pretty_json(session.state),
+        "live": live_views.page_context(request, session),
     }
     template = "sessions/detail.html"
     if request.htmx and request.htmx.target == "timeline":

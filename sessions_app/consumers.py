@@ -1,0 +1,169 @@
+"""The live-session websocket: ``ws/sessions/<session_id>/[?after=<id>&turns=<id>,...]``.
+
+Connect: refused with close code 4403 unless the user is signed in with a role that may
+read sessions (`roles.can_view`), 4404 for an unknown session. Then the consumer joins the
+session's group (`groups.group_name`) *before* it reads what the watcher missed, so nothing
+falls between the catch-up query and live traffic; live messages that arrive meanwhile
+wait in the channel and are de-duplicated by event id when they are delivered. With
+``?after=<id>`` it catches up on connect: the turns listed in ``turns`` (those the page
+shows as running), the running turns and the turns of missed events, then every active
+event with id > after, in id order.
+
+Client -> server (JSON):
+- ``{"type": "resume", "after": <event id>, "turns": [<turn ids shown running>]}``:
+  send what was stored since `after` (also done on connect when the URL has ``?after=``).
+
+Server -> client (JSON, `kind` names the message; payload shapes in `sessions_app.live`):
+- ``{"kind": "hello", "session_id", "last_id"}`` after the catch-up;
+- ``{"kind": "turn", "turn": TurnPayload}``; ``{"kind": "event", "event": EventPayload}``
+  (stored, with its id; sent once, in id order); ``{"kind": "partial", "partial":
+  PartialPayload}`` (ephemeral); ``{"kind": "cancel", "turn_id"}`` (a stop was requested);
+  ``{"kind": "todos", "version"}`` (the todo list changed).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from sessions_app import live
+from sessions_app.groups import group_name
+from sessions_app.models import Session
+from sessions_app.roles import can_view
+
+logger = logging.getLogger(__name__)
+
+#: Close codes (application range 4000-4999), mirroring HTTP.
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+
+
+def _int(value: Any) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number >= 0 else None
+
+
+class SessionConsumer(AsyncJsonWebsocketConsumer):
+    """One watcher of one session (see the module docstring)."""
+
+    session_id: str = ""
+    group: str = ""
+
+    async def connect(self) -> None:
+        """Check access, join the group, accept, and catch up when ``?after=`` is given."""
+        self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
+        # Highest complete event id sent; live events at or below it are duplicates.
+        self.sent_id = 0
+        # Last complete event id sent per turn; a partial older than that is stale.
+        self.turn_last_id: dict[str, int] = {}
+        if not await self._may_view():
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        if not await self._session_exists():
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.group = group_name(self.session_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        after = _int(query.get("after", [""])[0])
+        if after is not None:
+            turns = [t for t in query.get("turns", [""])[0].split(",") if t][:100]
+            await self._catch_up(after, turns)
+
+    async def disconnect(self, code: int) -> None:
+        """Leave the group."""
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """Handle ``resume``; anything else is answered with an error message."""
+        if isinstance(content, dict) and content.get("type") == "resume":
+            after = _int(content.get("after"))
+            turns = content.get("turns") or []
+            if after is not None and isinstance(turns, list):
+                await self._catch_up(after, [str(t) for t in turns[:100]])
+                return
+        await self.send_json({"kind": "error", "error": "expected {type: resume, after: id}"})
+
+    async def _catch_up(self, after: int, turn_ids: list[str]) -> None:
+        turns, events = await self._missed(after, turn_ids)
+        for turn in turns:
+            await self.send_json({"kind": "turn", "turn": turn})
+        # Resend from `after` (the client de-duplicates by id too); live messages queued
+        # meanwhile with an id at or below the last one sent are then dropped.
+        self.sent_id = after
+        for event in events:
+            await self._send_event(event)
+        await self.send_json(
+            {"kind": "hello", "session_id": self.session_id, "last_id": self.sent_id}
+        )
+
+    async def _send_event(self, event: dict[str, Any]) -> None:
+        if event["id"] <= self.sent_id:
+            return
+        self.sent_id = event["id"]
+        if event.get("turn_id"):
+            self.turn_last_id[event["turn_id"]] = event["id"]
+        await self.send_json({"kind": "event", "event": event})
+
+    @database_sync_to_async
+    def _may_view(self) -> bool:
+        user = self.scope.get("user")
+        return user is not None and can_view(user)
+
+    @database_sync_to_async
+    def _session_exists(self) -> bool:
+        return Session.objects.filter(pk=self.session_id).exists()
+
+    @database_sync_to_async
+    def _missed(
+        self, after: int, turn_ids: list[str]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        return (
+            live.turn_payloads(self.session_id, after=after, turn_ids=turn_ids),
+            live.event_payloads_after(self.session_id, after),
+        )
+
+    # -- group messages (one handler per type) -------------------------------------------
+
+    async def live_event(self, message: dict[str, Any]) -> None:
+        """A stored event: forward once (ids at or below the last one sent are dropped)."""
+        await self._send_event(message["event"])
+
+    async def live_partial(self, message: dict[str, Any]) -> None:
+        """A fragment: forward unless its complete event was already sent."""
+        partial = message["partial"]
+        if partial.get("after_id", 0) < self.turn_last_id.get(partial.get("turn_id", ""), 0):
+            return
+        await self.send_json({"kind": "partial", "partial": partial})
+
+    async def live_turn(self, message: dict[str, Any]) -> None:
+        """A turn began or changed status."""
+        await self.send_json({"kind": "turn", "turn": message["turn"]})
+
+    async def turn_cancel(self, message: dict[str, Any]) -> None:
+        """Someone asked to stop a turn (the owning process does the stopping)."""
+        await self.send_json({"kind": "cancel", "turn_id": message.get("turn_id", "")})
+
+    async def todos_changed(self, message: dict[str, Any]) -> None:
+        """The session's todo list changed (todos_app.services)."""
+        await self.send_json(
+            {"kind": "todos", "session_id": self.session_id, "version": message.get("version")}
+        )
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Dispatch as usual, but ignore group message types this consumer does not know
+        (a newer sender must not break older watchers)."""
+        handler = getattr(self, str(message.get("type", "")).replace(".", "_"), None)
+        if handler is None:
+            logger.debug("ignoring message type %r", message.get("type"))
+            return
+        await super().dispatch(message)

@@ -1,0 +1,96 @@
+"""Starting and stopping turns from the session page (admins only).
+
+Both are POST forms with CSRF protection; a plain form post redirects back to the session
+page (post/redirect/get), a request from `static/live.js` (header ``Accept:
+application/json``) gets JSON. The turn runs as an asyncio task of this server process
+(`sessions_app.live.start_turn`); the page follows it over the websocket.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from sessions_app import live
+from sessions_app.access import get_session_for_user
+from sessions_app.models import Session
+from sessions_app.roles import can_run_turns
+
+MAX_MESSAGE_CHARS = 20_000
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def _answer(
+    request: HttpRequest, session_id: str, status: int, data: dict[str, object]
+) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse(data, status=status)
+    return redirect(reverse("sessions:detail", args=[session_id]) + "#live")
+
+
+async def _admin_session(
+    request: HttpRequest, session_id: str
+) -> tuple[Session | None, HttpResponse | None]:
+    """The session if the user may see it (else Http404) and run turns (else a 403)."""
+    user = await request.auser()
+    request.user = user
+    session = await sync_to_async(get_session_for_user)(request, session_id)
+    if not await sync_to_async(can_run_turns)(user):
+        return None, HttpResponse("Only admins can start or stop turns.", status=403)
+    return session, None
+
+
+@require_POST
+async def run_turn(request: HttpRequest, session_id: str) -> HttpResponse:
+    """POST /sessions/<id>/run/ with `message`: start one turn of the configured agent
+    (settings.AGENTOPS_AGENT). JSON answer: ``{"turn_id"}`` (202), or ``{"error"}`` (400
+    empty or too long message, 409 when the run ended before a turn began)."""
+    session, refused = await _admin_session(request, session_id)
+    if refused is not None or session is None:
+        return refused or HttpResponse(status=404)
+    message = request.POST.get("message", "").strip()
+    if not message or len(message) > MAX_MESSAGE_CHARS:
+        return _answer(
+            request, session.id, 400, {"error": "Write a message (at most 20,000 characters)."}
+        )
+    handle = await live.start_turn(session.id, message)
+    if not handle.turn_id:
+        error = (
+            handle.task.exception() if handle.task.done() and not handle.task.cancelled() else None
+        )
+        name = type(error).__name__ if error else "no turn"
+        return _answer(request, session.id, 409, {"error": f"The turn could not start ({name})."})
+    return _answer(request, session.id, 202, {"turn_id": handle.turn_id})
+
+
+@require_POST
+async def stop_turns(request: HttpRequest, session_id: str) -> HttpResponse:
+    """POST /sessions/<id>/stop/ (optional `turn_id`): stop the running turn(s), here or
+    in the server process that runs them (``turn.cancel``); they end interrupted/canceled.
+    JSON answer: ``{"cancelled_here": n}`` (202)."""
+    session, refused = await _admin_session(request, session_id)
+    if refused is not None or session is None:
+        return refused or HttpResponse(status=404)
+    turn_id = request.POST.get("turn_id", "")
+    cancelled = await live.request_stop(session.id, turn_id)
+    return _answer(request, session.id, 202, {"cancelled_here": cancelled})
+
+
+def page_context(request: HttpRequest, session: Session) -> dict[str, object]:
+    """What the session page needs for live updates (one query: the last event id).
+
+    ``{"ws_path": "/ws/sessions/<id>/", "last_event_id": int, "can_run_turns": bool}``.
+    """
+    return {
+        "ws_path": f"/ws/sessions/{quote(session.id, safe='')}/",
+        "last_event_id": live.last_event_id(session.id),
+        "can_run_turns": can_run_turns(request.user),
+    }

@@ -1,0 +1,153 @@
+"""Helpers for live-session tests: websocket communicators on the real ASGI stack,
+scripted agents, and a daphne server in a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.db import connection
+from django.test import Client
+
+from agentops.asgi import application
+from agentops.runtime.model import Content, Event, FinishReason, Role
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def session_cookie(user) -> str:
+    """A `Cookie` header value signing `user` in (a real Django session row)."""
+    client = Client()
+    client.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+
+
+def communicator(
+    session_id: str,
+    cookie: str = "",
+    *,
+    after: int | None = None,
+    origin: str = "http://testserver",
+) -> WebsocketCommunicator:
+    """A communicator on the full ASGI application (origin check, auth, routing)."""
+    path = f"/ws/sessions/{session_id}/"
+    if after is not None:
+        path += f"?after={after}"
+    headers = [(b"origin", origin.encode()), (b"host", b"testserver")]
+    if cookie:
+        headers.append((b"cookie", cookie.encode()))
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+async def receive_until(
+    comm: WebsocketCommunicator, done, timeout: float = 10
+) -> list[dict[str, Any]]:
+    """Messages received until `done(message)` is true for one (included)."""
+    messages: list[dict[str, Any]] = []
+    async with asyncio.timeout(timeout):
+        while True:
+            message = await comm.receive_json_from(timeout=timeout)
+            messages.append(message)
+            if done(message):
+                return messages
+
+
+def turn_ended(message: dict[str, Any]) -> bool:
+    return message["kind"] == "turn" and message["turn"]["status"] != "running"
+
+
+def scripted_agent(text: str = "Hello there, watcher.", *, pieces: int = 3):
+    """An agent that streams `text` in `pieces` partial events, then stores it."""
+    size = max(1, len(text) // pieces)
+    chunks = [text[i : i + size] for i in range(0, len(text), size)]
+
+    async def agent(context: list[Event]) -> AsyncIterator[Event]:
+        for chunk in chunks:
+            yield Event(
+                author="bot", partial=True, content=Content(role=Role.ASSISTANT, text=chunk)
+            )
+        yield Event(
+            author="bot",
+            content=Content(role=Role.ASSISTANT, text=text),
+            finish_reason=FinishReason.STOP,
+        )
+
+    return agent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def database_url_for_servers() -> str:
+    """DATABASE_URL of the database this test runs on (for server subprocesses)."""
+    params = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{params['NAME']}"
+    user = params.get("USER") or ""
+    password = f":{params['PASSWORD']}" if params.get("PASSWORD") else ""
+    host = params.get("HOST") or "127.0.0.1"
+    port = f":{params['PORT']}" if params.get("PORT") else ""
+    return f"postgres://{user}{password}@{host}{port}/{params['NAME']}"
+
+
+class DaphneServer:
+    """``python -m daphne -p <free port> agentops.asgi:application`` on the test database.
+
+    `env`: extra environment (e.g. REDIS_URL). Use as a context manager; output goes to
+    .local/daphne-<port>.log.
+    """
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url_for_servers(),
+            "DJANGO_SETTINGS_MODULE": "agentops.settings",
+            "AGENTOPS_LIVE_DEMO": "false",
+            **(env or {}),
+        }
+        self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = ROOT / ".local" / f"daphne-{self.port}.log"
+
+    def __enter__(self) -> DaphneServer:
+        self.log.parent.mkdir(exist_ok=True)
+        out = self.log.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+             "agentops.asgi:application"],
+            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daphne exited: {self.log.read_text()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        self.__exit__()
+        raise RuntimeError("daphne did not start in 30 s")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)

@@ -1,0 +1,193 @@
+"""The live-session websocket (sessions_app.consumers) with WebsocketCommunicator."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from agentops.runtime.model import Content, Event, Role, ToolCall
+from sessions_app import live
+from sessions_app.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND
+from sessions_app.models import Event as EventRow
+from sessions_app.models import Turn
+from tests.factories import make_session
+from tests.live.helpers import (
+    communicator,
+    receive_until,
+    scripted_agent,
+    session_cookie,
+    turn_ended,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+@pytest.fixture
+def operator_cookie(operator_user) -> str:
+    return session_cookie(operator_user)
+
+
+@pytest.fixture
+def watched(db):
+    make_session("s-live", turns=1)
+    return "s-live"
+
+
+async def _connect(comm):
+    connected, code = await comm.connect()
+    assert connected, code
+    return comm
+
+
+def _kinds(messages):
+    return [m["kind"] for m in messages]
+
+
+async def test_every_watcher_gets_partials_and_completes_in_order(watched, operator_cookie):
+    after = await sync_to_async(live.last_event_id)(watched)
+    watchers = [
+        await _connect(communicator(watched, operator_cookie, after=after)) for _ in range(2)
+    ]
+    try:
+        for comm in watchers:
+            assert (await comm.receive_json_from())["kind"] == "hello"
+        await live.run_turn(watched, "hi", agent=scripted_agent("Hello there, watcher.", pieces=3))
+        for comm in watchers:
+            messages = await receive_until(comm, turn_ended)
+            assert _kinds(messages) == [
+                "turn", "event", "partial", "partial", "partial", "event", "turn",
+            ]  # fmt: skip
+            begun, user, *partials, answer, ended = messages
+            assert begun["turn"]["status"] == "running"
+            assert 'data-status="running"' in begun["turn"]["article_html"]
+            assert user["event"]["role"] == "user" and user["event"]["text"] == "hi"
+            assert "".join(p["partial"]["delta"] for p in partials) == "Hello there, watcher."
+            assert all(p["partial"]["after_id"] == user["event"]["id"] for p in partials)
+            assert answer["event"]["id"] > user["event"]["id"]
+            assert f'id="event-{answer["event"]["id"]}"' in answer["event"]["html"]
+            assert ended["turn"]["status"] == "completed"
+            assert "badge status-completed" in ended["turn"]["head_html"]
+    finally:
+        for comm in watchers:
+            await comm.disconnect()
+
+
+async def test_reconnect_with_last_id_gets_exactly_the_missed_events(watched, operator_cookie):
+    comm = await _connect(communicator(watched, operator_cookie, after=0))
+    try:
+        first = await receive_until(comm, lambda m: m["kind"] == "hello")
+        last_seen = first[-1]["last_id"]
+        assert last_seen == await sync_to_async(live.last_event_id)(watched)
+    finally:
+        await comm.disconnect()
+    await live.run_turn(watched, "while you were away", agent=scripted_agent("Missed me?"))
+    missed = await sync_to_async(
+        lambda: list(
+            EventRow.objects.filter(session_id=watched, id__gt=last_seen)
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+    )()
+    assert len(missed) == 2
+    comm = await _connect(communicator(watched, operator_cookie, after=last_seen))
+    try:
+        messages = await receive_until(comm, lambda m: m["kind"] == "hello")
+        assert [m["event"]["id"] for m in messages if m["kind"] == "event"] == missed
+        turns = [m["turn"] for m in messages if m["kind"] == "turn"]
+        assert [t["status"] for t in turns] == ["completed"]
+        assert messages[-1]["last_id"] == missed[-1]
+        assert await comm.receive_nothing(timeout=0.2)
+    finally:
+        await comm.disconnect()
+
+
+async def test_resume_message_and_live_traffic_are_not_duplicated(watched, operator_cookie):
+    comm = await _connect(communicator(watched, operator_cookie, after=0))
+    try:
+        await receive_until(comm, lambda m: m["kind"] == "hello")
+        await live.run_turn(watched, "one", agent=scripted_agent("One."))
+        live_ids = [
+            m["event"]["id"] for m in await receive_until(comm, turn_ended) if m["kind"] == "event"
+        ]
+        await comm.send_json_to({"type": "resume", "after": live_ids[0]})
+        replay = await receive_until(comm, lambda m: m["kind"] == "hello")
+        assert [m["event"]["id"] for m in replay if m["kind"] == "event"] == live_ids[1:]
+    finally:
+        await comm.disconnect()
+
+
+async def test_tool_result_carries_its_call_rendered_with_the_result(watched, operator_cookie):
+    async def agent(context):
+        call = ToolCall(id="c1", name="lookup", arguments={"q": "x"})
+        yield Event(content=Content(role=Role.ASSISTANT, tool_calls=(call,)))
+        yield Event(content=Content(role=Role.TOOL, tool_call_id="c1", text="found it"))
+
+    comm = await _connect(communicator(watched, operator_cookie))
+    try:
+        await live.run_turn(watched, "look", agent=agent)
+        events = [m["event"] for m in await receive_until(comm, turn_ended) if m["kind"] == "event"]
+        _user, call, result = events
+        assert call["pair"] is None and "no result" in call["html"]
+        assert result["pair"]["event_id"] == call["id"]
+        assert "found it" in result["pair"]["html"] and "no result" not in result["pair"]["html"]
+    finally:
+        await comm.disconnect()
+
+
+async def test_watcher_of_another_session_gets_nothing(watched, operator_cookie):
+    await sync_to_async(make_session)("s-other")
+    comm = await _connect(communicator("s-other", operator_cookie, after=0))
+    try:
+        await receive_until(comm, lambda m: m["kind"] == "hello")
+        await live.run_turn(watched, "hi", agent=scripted_agent())
+        assert await comm.receive_nothing(timeout=0.5)
+    finally:
+        await comm.disconnect()
+
+
+async def test_origin_not_in_allowed_hosts_is_refused(watched, operator_cookie):
+    comm = communicator(watched, operator_cookie, origin="http://evil.example")
+    connected, _ = await comm.connect()
+    assert not connected
+    await comm.disconnect()
+
+
+@pytest.mark.parametrize("who", ["anonymous", "outsider"])
+async def test_anonymous_and_outsider_are_refused_4403(watched, who, outsider_user):
+    cookie = "" if who == "anonymous" else await sync_to_async(session_cookie)(outsider_user)
+    comm = communicator(watched, cookie)
+    connected, code = await comm.connect()
+    assert (connected, code) == (False, CLOSE_FORBIDDEN)
+    await comm.disconnect()
+
+
+async def test_unknown_session_is_refused_4404(operator_cookie):
+    comm = communicator("no-such-session", operator_cookie)
+    connected, code = await comm.connect()
+    assert (connected, code) == (False, CLOSE_NOT_FOUND)
+    await comm.disconnect()
+
+
+async def test_stop_cancels_a_hanging_turn_as_interrupted_canceled(watched, operator_cookie):
+    comm = await _connect(communicator(watched, operator_cookie))
+    try:
+        from agentops.agents.demo import DemoAgent
+        from agentops.runtime.memory import InMemorySessionService, InMemoryTodoStore
+
+        agent = DemoAgent(todo_store=InMemoryTodoStore(InMemorySessionService()), delay=0)
+        handle = await live.start_turn(watched, "please hang", agent=agent)
+        assert handle.turn_id and live.running_turn_ids(watched) == [handle.turn_id]
+        await receive_until(comm, lambda m: m["kind"] == "partial")
+        assert await live.request_stop(watched) == 1
+        with pytest.raises(asyncio.CancelledError):
+            await handle.task
+        messages = await receive_until(comm, turn_ended)
+        assert "cancel" in _kinds(messages)
+        turn = await sync_to_async(Turn.objects.get)(pk=handle.turn_id)
+        assert (turn.status, turn.reason) == ("interrupted", "canceled")
+        assert messages[-1]["turn"]["reason"] == "canceled"
+        assert live.running_turn_ids(watched) == []
+    finally:
+        await comm.disconnect()
