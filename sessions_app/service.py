@@ -441,15 +441,17 @@ def _postgres_conninfo() -> str:
     return " ".join(parts)
 
 
+def _load_turns(session_id: str) -> list[Turn]:
+    rows = models.Turn.objects.filter(session_id=session_id).order_by("started_at", "id")
+    return [turn_from_row(row) for row in rows]
+
+
 def load_facts(session_id: str) -> tuple[list[Turn], list[Event]]:
     """The session's turns (timeline order) and active events (id order) as runtime values.
 
     Two queries; the input the projector and the tool-protocol inspector take (SPEC.md 4-5).
     """
-    turns = [
-        turn_from_row(row)
-        for row in models.Turn.objects.filter(session_id=session_id).order_by("started_at", "id")
-    ]
+    turns = _load_turns(session_id)
     rows = (
         models.Event.objects.active()
         .filter(session_id=session_id)
@@ -466,10 +468,7 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
     Returns (issue count, cannot_resume). Runs the real inspector and projector
     (SPEC.md 4-5) on the stored facts; call it inside the transaction that changed them.
     """
-    turns = [
-        turn_from_row(row)
-        for row in models.Turn.objects.filter(session_id=session_id).order_by("started_at", "id")
-    ]
+    turns = _load_turns(session_id)
     # Only what the tool protocol and the projection verdict depend on: no text, parts,
     # reasoning or usage, so large sessions are not decoded in full.
     rows = (

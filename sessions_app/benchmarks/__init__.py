@@ -9,8 +9,13 @@ Benchmarks print figures; tests never assert timings (CONVENTIONS.md 14).
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import pkgutil
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 Figures = dict[str, Any]
@@ -38,3 +43,27 @@ def load_all() -> dict[str, Benchmark]:
     for module in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{module.name}")
     return REGISTRY
+
+
+def run_django_child(script: str, args: list[str], database: Path) -> dict[str, Any]:
+    """Run `script` (Python source) in a subprocess whose Django uses the SQLite file
+    `database`, never the dev database; return the JSON object it printed last.
+
+    Raises RuntimeError with the end of its stderr when the subprocess fails.
+    """
+    from django.conf import settings
+
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
+    env.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"benchmark subprocess failed: {proc.stderr.strip()[-2000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result

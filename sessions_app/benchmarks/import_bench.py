@@ -18,19 +18,14 @@ What is measured, honestly:
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
-from sessions_app.benchmarks import Figures, register
+from sessions_app.benchmarks import Figures, register, run_django_child
 
 _CHILD = r"""
 import json, sys, time
@@ -185,19 +180,7 @@ def bench_import(events: int = 50_000, **_: Any) -> Figures:
         source = tmpdir / "bench-session.jsonl"
         expected = write_synthetic_claude(source, int(events))
         db = tmpdir / "bench.sqlite3"
-        env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}"}
-        env.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(source)],
-            cwd=settings.BASE_DIR,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"bench import subprocess failed: {proc.stderr.strip()[-2000:]}")
-        child = json.loads(proc.stdout.strip().splitlines()[-1])
+        child = run_django_child(_CHILD, [str(source)], db)
         stored = child["stats"]["events"]
         rows, raw_s = _raw_executemany(db)
         return {

@@ -11,17 +11,11 @@ time, the median of the rest, and the SQL query count of each are reported (ms).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
-from sessions_app.benchmarks import Figures, register
+from sessions_app.benchmarks import Figures, register, run_django_child
 
 _CHILD = r"""
 import json, statistics, sys, time
@@ -99,17 +93,5 @@ def bench_page(events: int = 10_000, repeat: int | str = 5, **_: Any) -> Figures
     """
     with tempfile.TemporaryDirectory(prefix="agentops-bench-") as tmp:
         db = Path(tmp) / "bench.sqlite3"
-        env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}"}
-        env.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(int(events)), str(int(repeat))],
-            cwd=settings.BASE_DIR,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"bench page subprocess failed: {proc.stderr.strip()[-2000:]}")
-        figures: Figures = json.loads(proc.stdout.strip().splitlines()[-1])
+        figures: Figures = run_django_child(_CHILD, [str(int(events)), str(int(repeat))], db)
         return figures
