@@ -46,10 +46,12 @@ from agentops.runtime.ids import new_id
 from agentops.runtime.model import utc_now
 from sessions_app import models
 from sessions_app.service import DjangoSessionService, advisory_lock_key, event_from_values
-from tests.crash_child import WRITES_PER_TURN
 from tests.runtime.helpers import ScriptedAgent, assistant, drain
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+#: Writes of one turn in tests/crash_child.py (not imported: it sets Django up on import).
+WRITES_PER_TURN = 7
 
 KILL_POINTS = [(n, when) for n in range(1, WRITES_PER_TURN + 1) for when in ("before", "after")]
 
