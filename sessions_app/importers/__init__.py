@@ -38,6 +38,7 @@ from sessions_app.importers.openai import (
 )
 from sessions_app.importers.writer import delete_sessions, write_parsed_session
 from sessions_app.models import ImportedFile, Session
+from sessions_app.redaction import redact_parse_result
 from sessions_app.service import refresh_resume_status
 
 __all__ = [
@@ -151,9 +152,10 @@ def gc_paused() -> Iterator[None]:
 def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
     """Read and parse `path` (UTF-8) in `source_format` ("auto" = detect).
 
-    Returns the sessions and the problems found. Raises `UnknownFormatError` when the
-    format cannot be detected or the content does not fit the forced format, and
-    OSError when the file cannot be read.
+    Returns the sessions and the problems found, with credential-shaped values already
+    redacted (`sessions_app.redaction`: nothing a parser read is stored unredacted).
+    Raises `UnknownFormatError` when the format cannot be detected or the content does
+    not fit the forced format, and OSError when the file cannot be read.
     """
     text = path.read_text(encoding="utf-8", errors="replace")
     fmt = detect_format(path, text) if source_format == "auto" else source_format
@@ -166,6 +168,8 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
             result = parse_codex_cli(path, text)
         else:
             result = _parse_json(path, text, fmt)
+        # The one redaction point of every importer: before anything can be stored.
+        redact_parse_result(result, text)
     result.source_format = fmt
     return result
 
