@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app import live_views, views
+from sessions_app import export_views, live_views, views
 
 app_name = "sessions"
 
@@ -12,6 +12,7 @@ urlpatterns = [
     path("<str:session_id>/turns/", views.session_turns, name="turns"),
     path("<str:session_id>/context/", views.session_context, name="context"),
     path("<str:session_id>/protocol/", views.session_protocol, name="protocol"),
+    path("<str:session_id>/export/", export_views.session_export, name="export"),
     path(
         "<str:session_id>/protocol/outcomes/", views.tool_outcome_create, name="tool_outcome_create"
     ),

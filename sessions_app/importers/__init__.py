@@ -2,7 +2,8 @@
 
 Formats (shared/corpus/README.md): Claude Code JSONL, Codex CLI rollout JSONL, Google
 ADK session JSON (snake_case and camelCase), OpenAI chat-completions message lists
-(bare list or SWE-agent trajectory `history`), OpenAI Agents SDK RunState. Each parser
+(bare list or SWE-agent trajectory `history`), OpenAI Agents SDK RunState, and our own
+session export (`agentops.session-export/1`). Each parser
 returns the normalised form of `base.py`; `writer.write_parsed_session` stores it.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from django.db import transaction
 
+from sessions_app.importers.agentops_export import looks_like_export, parse_agentops_export
 from sessions_app.importers.base import (
     ImportProblem,
     ParsedEvent,
@@ -65,6 +67,7 @@ FORMATS: tuple[str, ...] = (
     F.GOOGLE_ADK,
     F.OPENAI_CHAT,
     F.OPENAI_AGENTS,
+    F.AGENTOPS_EXPORT,
 )
 CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context"}
 CLAUDE_TYPES = {
@@ -102,6 +105,8 @@ def _detect_jsonl(text: str) -> str | None:
 
 
 def _detect_json(data: Any) -> str | None:
+    if looks_like_export(data):
+        return F.AGENTOPS_EXPORT
     if looks_like_run_state(data):
         return F.OPENAI_AGENTS
     if looks_like_adk(data):
@@ -116,9 +121,9 @@ def detect_format(path: Path, text: str) -> str | None:
 
     JSONL (any line-per-record file): Codex when a record has `type` session_meta /
     response_item / event_msg / turn_context and a `payload`; Claude Code when a record
-    has a Claude record type or `sessionId`. A whole-file JSON document: RunState, ADK
-    session, or chat message list. The file name is only a tie-breaker (JSON first for
-    `.json`, JSONL first otherwise).
+    has a Claude record type or `sessionId`. A whole-file JSON document: an agentops
+    export (`schema` key), RunState, ADK session, or chat message list. The file name is
+    only a tie-breaker (JSON first for `.json`, JSONL first otherwise).
     """
     if path.suffix != ".json":
         found = _detect_jsonl(text)
@@ -185,6 +190,7 @@ def _parse_json(path: Path, text: str, fmt: str) -> ParseResult:
         F.GOOGLE_ADK: (looks_like_adk, parse_google_adk),
         F.OPENAI_CHAT: (lambda d: chat_messages(d) is not None, parse_openai_chat),
         F.OPENAI_AGENTS: (looks_like_run_state, parse_openai_agents),
+        F.AGENTOPS_EXPORT: (looks_like_export, parse_agentops_export),
     }
     if fmt not in parsers:
         raise UnknownFormatError(path, f"unknown format {fmt!r}")

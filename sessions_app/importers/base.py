@@ -153,6 +153,12 @@ class ParsedEvent:
     usage: dict[str, Any] | None = None
     state_delta: dict[str, Any] = field(default_factory=dict)
     raw: Any = None
+    # Only an agentops export carries these (None: updated_at = created_at, not deleted,
+    # not archived; original_id: the id the event had where it was exported).
+    updated_at: datetime | None = None
+    deleted_at: datetime | None = None
+    archived_at: datetime | None = None
+    original_id: int | None = None
 
     @property
     def answered_call_id(self) -> str:
@@ -184,6 +190,14 @@ class ParsedSession:
     todos: list[ParsedTodo] | None = None
     todo_version: int = 0
     todo_updated_at: datetime | None = None
+    # Only an agentops export carries these. `source_path` (None: the imported file's
+    # path) keeps where the session first came from. `todo_changes` and `tool_outcomes`
+    # are rows in `TodoChange` / `ToolOutcome` attnames, except that `event_id` holds the
+    # exported event id (mapped to the new id on write) and `user` / `recorded_by` a
+    # username (None or unknown: no user).
+    source_path: str | None = None
+    todo_changes: list[dict[str, Any]] = field(default_factory=list)
+    tool_outcomes: list[dict[str, Any]] = field(default_factory=list)
 
     def stats(self) -> dict[str, int]:
         """Counts for summaries and tests.

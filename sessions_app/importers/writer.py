@@ -121,7 +121,9 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
             title=parsed.title,
             state={k: v for k, v in parsed.state.items() if k != "todos"},
             source_format=parsed.source_format,
-            source_path=source_path[:1000],
+            source_path=(parsed.source_path if parsed.source_path is not None else source_path)[
+                :1000
+            ],
             created_at=parsed.created_at,
             updated_at=parsed.updated_at,
         )
@@ -165,7 +167,9 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
                     "state_delta": e.state_delta,
                     "raw": e.raw,
                     "created_at": e.created_at,
-                    "updated_at": e.created_at,
+                    "updated_at": e.updated_at or e.created_at,
+                    "deleted_at": e.deleted_at,
+                    "archived_at": e.archived_at,
                 }
                 for e in parsed.events
             ),
@@ -189,4 +193,62 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
                 ],
                 batch_size=BATCH_SIZE,
             )
+        if parsed.todo_changes or parsed.tool_outcomes:
+            _write_export_extras(parsed, session)
     return session
+
+
+def _write_export_extras(parsed: ParsedSession, session: Session) -> None:
+    """Audit rows and tool outcomes of an agentops export, with event ids and users mapped.
+
+    Event ids are database-assigned, so the exported ids are mapped by position: the
+    n-th stored event of the session is the n-th parsed one.
+    """
+    from django.contrib.auth import get_user_model
+
+    from sessions_app.models import ToolOutcome
+    from todos_app.models import TodoChange
+
+    new_ids = list(
+        Event.objects.filter(session_id=session.id).order_by("id").values_list("id", flat=True)
+    )
+    id_map = {
+        e.original_id: new
+        for e, new in zip(parsed.events, new_ids, strict=True)
+        if e.original_id is not None
+    }
+    names = {c.get("user") for c in parsed.todo_changes} | {
+        o.get("recorded_by") for o in parsed.tool_outcomes
+    }
+    users = dict(
+        get_user_model()
+        .objects.filter(username__in=[n for n in names if n])
+        .values_list("username", "id")
+    )
+    if parsed.todo_changes:
+        todo_list = TodoList.objects.get(session=session)
+        TodoChange.objects.bulk_create(
+            [
+                TodoChange(
+                    **{k: v for k, v in c.items() if k not in ("user", "event_id")},
+                    todo_list=todo_list,
+                    user_id=users.get(c.get("user") or ""),
+                    event_id=id_map.get(c["event_id"], c["event_id"])
+                    if c.get("event_id") is not None
+                    else None,
+                )
+                for c in parsed.todo_changes
+            ]
+        )
+    if parsed.tool_outcomes:
+        ToolOutcome.objects.bulk_create(
+            [
+                ToolOutcome(
+                    **{k: v for k, v in o.items() if k not in ("recorded_by", "event_id")},
+                    session=session,
+                    event_id=id_map[o["event_id"]],
+                    recorded_by_id=users.get(o.get("recorded_by") or ""),
+                )
+                for o in parsed.tool_outcomes
+            ]
+        )
