@@ -163,8 +163,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # Room for bursts of streamed fragments per watcher before messages drop.
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000},
+            "CONFIG": {
+                # redis-py's default 5 s socket timeout equals channels-redis' 5 s BZPOPMIN
+                # wait, so an idle receive() would fail with TimeoutError: give it room.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                # Room for bursts of streamed fragments per watcher before messages drop.
+                "capacity": 1000,
+            },
         }
     }
 else:

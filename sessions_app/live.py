@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -479,9 +480,12 @@ async def start_turn(
         holder[0].begun.set()
 
     service.on_begin = begun
+    # A fresh context: the run outlives the request that started it, and must not use the
+    # request's thread-sensitive executor (asgiref), which quits when the response is sent.
     task = asyncio.create_task(
         run_turn(session_id, message, agent=agent, service=service),
         name=f"agentops-turn-{session_id}",
+        context=contextvars.Context(),
     )
     handle = RunHandle(session_id=session_id, task=task)
     holder.append(handle)
@@ -500,6 +504,7 @@ async def start_turn(
                 handle.turn_id or "(none)",
                 session_id,
                 type(finished.exception()).__name__,
+                exc_info=finished.exception(),
             )
 
     task.add_done_callback(done)

@@ -11,6 +11,7 @@ the Redis channel layer its turns reach watchers on every server process).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from typing import Any
 
@@ -70,7 +71,9 @@ def start_with(application: Any) -> Any:
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if "task" not in state and scope.get("type") in {"http", "websocket"}:
-            state["task"] = asyncio.create_task(keep_demo_live(), name="agentops-live-demo")
+            state["task"] = asyncio.create_task(
+                keep_demo_live(), name="agentops-live-demo", context=contextvars.Context()
+            )
         await application(scope, receive, send)
 
     return app

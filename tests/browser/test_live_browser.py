@@ -1,0 +1,71 @@
+"""Live session page in Chromium: two pages watch one session through a daphne server; one
+sends a message, both stream the text and flip the turn badge; stop ends a turn as
+interrupted/canceled."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import make_session
+from tests.live.helpers import DaphneServer
+
+LAST = "#timeline > article.turn:last-of-type"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
+
+
+def _sign_in(page, url: str, user) -> None:
+    page.goto(f"{url}/accounts/login/")
+    page.fill("#id_username", user.username)
+    page.fill("#id_password", "pw-" + user.username)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{url}/sessions/")
+
+
+def test_two_pages_watch_a_turn_stream_and_stop(browser, admin_user, operator_user, screenshot_dir):
+    make_session("s-watch", turns=1)
+    # A slowly streaming demo agent, so the fragments are visible before the event lands.
+    env = {"AGENTOPS_AGENT": "agentops.agents.demo.make_slow_agent", "REDIS_URL": ""}
+    with DaphneServer(env) as server:
+        admin_page = browser.new_context().new_page()
+        watcher = browser.new_context().new_page()
+        _sign_in(admin_page, server.url, admin_user)
+        _sign_in(watcher, server.url, operator_user)
+        for page in (admin_page, watcher):
+            page.goto(f"{server.url}/sessions/s-watch/")
+            page.wait_for_selector(".live-indicator[data-state=live]")
+        assert watcher.locator("#composer").count() == 0
+        assert "only admins can start or stop turns" in watcher.inner_text(".composer-readonly")
+
+        admin_page.fill("#id_message", "Plan my afternoon")
+        admin_page.click("#run-form button[type=submit]")
+        for page in (admin_page, watcher):
+            page.wait_for_selector(LAST + "[data-status=running] .streaming .stream-text")
+            page.wait_for_function(
+                "document.querySelector('.streaming .stream-text')?.textContent.includes('demo')",
+                timeout=20_000,
+            )
+        watcher.screenshot(path=str(screenshot_dir / "live-streaming-watcher.png"), full_page=True)
+        for page in (admin_page, watcher):
+            page.wait_for_selector(LAST + "[data-status=completed]", timeout=30_000)
+            last = page.locator(LAST)
+            assert last.locator(".turn-head .badge").first.inner_text() == "completed"
+            assert "demo answer" in last.locator(".markdown").last.inner_text()
+            assert last.locator(".tool-call .tool-name", has_text="todos_write").count() == 1
+            assert last.locator(".tool-call .badge.status-completed").count() >= 7
+            assert last.locator(".streaming").count() == 0
+        admin_page.screenshot(path=str(screenshot_dir / "live-completed-admin.png"), full_page=True)
+
+        admin_page.fill("#id_message", "hang for a while")
+        admin_page.click("#run-form button[type=submit]")
+        watcher.wait_for_selector("article.turn.status-running .streaming", timeout=20_000)
+        admin_page.wait_for_selector("#stop-form:not([hidden]) button")
+        admin_page.click("#stop-form button")
+        for page in (admin_page, watcher):
+            page.wait_for_selector(LAST + "[data-status=interrupted]", timeout=20_000)
+            assert page.locator(LAST + " .turn-head .badge.reason").inner_text() == "canceled"
+        watcher.screenshot(path=str(screenshot_dir / "live-stopped-watcher.png"), full_page=True)
+        assert admin_page.locator("#stop-form").is_hidden()
