@@ -59,7 +59,18 @@ def serve() -> None:
     run(PY, "manage.py", "migrate", "--no-input")
     run(PY, "manage.py", "load_demo")
     run(PY, "manage.py", "ensure_local_admin")
-    print("\nagentops: http://127.0.0.1:8000/  (Ctrl-C to stop)\n", flush=True)
+    print("\nagentops: http://127.0.0.1:8000/  (Ctrl-C to stop)", flush=True)
+    print("live demo: http://127.0.0.1:8000/sessions/demo-live/\n", flush=True)
+    # The server process keeps session demo-live running a slowly streaming turn (set
+    # AGENTOPS_LIVE_DEMO=false to turn it off).
+    os.environ.setdefault("AGENTOPS_LIVE_DEMO", "true")
+    run(
+        PY,
+        "manage.py",
+        "shell",
+        "-c",
+        "from sessions_app.live_demo import ensure_demo_live_session; ensure_demo_live_session()",
+    )
     os.execv(
         str(PY),
         [str(PY), "-m", "daphne", "-b", "127.0.0.1", "-p", "8000", "agentops.asgi:application"],

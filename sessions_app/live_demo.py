@@ -45,7 +45,7 @@ def ensure_demo_live_session(session_id: str = DEMO_LIVE_ID) -> None:
 
 
 async def keep_demo_live(
-    session_id: str = DEMO_LIVE_ID, *, pause: float = 5.0, turns: int | None = None
+    session_id: str = DEMO_LIVE_ID, *, pause: float = 1.0, turns: int | None = None
 ) -> None:
     """Run slow demo turns of `session_id` back to back, `pause` seconds apart (`turns`:
     how many; None = until cancelled). A failed turn is logged and the loop goes on."""
