@@ -1,0 +1,100 @@
+"""Starting/stopping turns from the page (admins only) and `manage.py run_turn`."""
+
+from __future__ import annotations
+
+import asyncio
+from io import StringIO
+
+import pytest
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.core.management import CommandError, call_command
+from django.test import AsyncClient, Client
+from django.urls import reverse
+
+from sessions_app import live
+from sessions_app.models import Event, Turn
+from tests.factories import make_session
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+def test_page_offers_the_message_box_to_admins_only(admin_client, operator_user, client):
+    make_session("s-page")
+    body = admin_client.get(reverse("sessions:detail", args=["s-page"])).content.decode()
+    assert 'id="run-form"' in body and 'id="stop-form"' in body and "live.js" in body
+    assert 'data-ws-path="/ws/sessions/s-page/"' in body
+    client.force_login(operator_user)
+    body = client.get(reverse("sessions:detail", args=["s-page"])).content.decode()
+    assert 'id="run-form"' not in body and "only admins can start or stop turns" in body
+
+
+def test_operator_may_not_start_or_stop_turns(operator_client):
+    make_session("s-op")
+    for name in ("sessions:run_turn", "sessions:stop_turns"):
+        response = operator_client.post(reverse(name, args=["s-op"]), {"message": "hi"})
+        assert response.status_code == 403
+    assert not Turn.objects.filter(session_id="s-op", status="running").exists()
+
+
+def test_outsider_gets_404_and_get_is_not_allowed(outsider_user, admin_user):
+    make_session("s-out")
+    url = reverse("sessions:run_turn", args=["s-out"])
+    outsider, admin = Client(), Client()
+    outsider.force_login(outsider_user)
+    admin.force_login(admin_user)
+    assert outsider.post(url, {"message": "hi"}).status_code == 404
+    assert admin.get(url).status_code == 405
+
+
+class _Client(AsyncClient):
+    """AsyncClient whose requests run in a ThreadSensitiveContext, as Django's ASGIHandler
+    (daphne) runs them; without it sync middleware would hold asgiref's single thread
+    while the view waits for the turn, which needs that thread too."""
+
+    async def request(self, **request):
+        async with ThreadSensitiveContext():
+            return await super().request(**request)
+
+
+async def test_admin_starts_a_turn_that_runs_in_the_background(admin_user):
+    await sync_to_async(make_session)("s-run")
+    client = _Client()
+    await sync_to_async(client.force_login)(admin_user)
+    url = reverse("sessions:run_turn", args=["s-run"])
+    response = await client.post(url, {"message": "plan"}, headers={"Accept": "application/json"})
+    assert response.status_code == 202
+    turn_id = response.json()["turn_id"]
+    async with asyncio.timeout(20):
+        while live.running_turn_ids("s-run"):
+            await asyncio.sleep(0.05)
+    turn = await Turn.objects.aget(pk=turn_id)
+    assert turn.status == "completed"
+    assert await Event.objects.filter(turn_id=turn_id).acount() > 10
+    empty = await client.post(url, {"message": "  "}, headers={"Accept": "application/json"})
+    assert empty.status_code == 400
+    plain = await client.post(url, {"message": "hang"})
+    assert plain.status_code == 302 and plain["Location"].endswith("/sessions/s-run/#live")
+    stop = await client.post(reverse("sessions:stop_turns", args=["s-run"]))
+    assert stop.status_code == 302
+    async with asyncio.timeout(20):
+        while live.running_turn_ids("s-run"):
+            await asyncio.sleep(0.05)
+    latest = await Turn.objects.filter(session_id="s-run").order_by("-started_at").afirst()
+    assert (latest.status, latest.reason) == ("interrupted", "canceled")
+
+
+def test_run_turn_command_prints_events_and_final_status():
+    make_session("s-cmd")
+    out = StringIO()
+    call_command("run_turn", "s-cmd", "plan my day", stdout=out)
+    text = out.getvalue()
+    assert "[event " in text and "todos_write" in text and "demo answer" in text
+    assert text.strip().splitlines()[-1].endswith(": completed")
+    out = StringIO()
+    with pytest.raises(CommandError) as failed:
+        call_command("run_turn", "s-cmd", "please fail", stdout=out)
+    assert failed.value.returncode == 1
+    assert "failed (agent_error) failure demo_provider_error at stage provider" in out.getvalue()
+    with pytest.raises(CommandError) as missing:
+        call_command("run_turn", "no-such", "hi", stdout=StringIO())
+    assert missing.value.returncode == 2
