@@ -27,9 +27,7 @@ from sessions_app.service import refresh_resume_status
 
 # Two days before today, 09:00 UTC: recent enough for the triage chart and "last activity",
 # and the same for every load on one day (re-loading replaces the demo sessions anyway).
-DEMO_BASE = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0) - timedelta(
-    days=2
-)
+DEMO_BASE = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0) - timedelta(days=2)
 DEMO_SOURCE = "demo"
 
 
