@@ -40,6 +40,7 @@ import contextvars
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from importlib import import_module
 from types import SimpleNamespace
 from typing import Any, cast
@@ -57,6 +58,7 @@ from agentops.runtime.session import Turn, TurnOutcome, TurnReason
 from agentops.runtime.todos import TodoStore
 from sessions_app import models, presenters
 from sessions_app.groups import broadcast, group_name
+from sessions_app.projector import ProductProjector
 from sessions_app.service import DjangoSessionService, row_fields_from_event
 
 __all__ = [
@@ -356,6 +358,24 @@ class RunHandle:
 _RUNS: dict[str, list[RunHandle]] = {}
 
 
+def active_turn_id(session_id: str) -> str:
+    """The id of a turn of `session_id` that is running and not stuck (it began or stored
+    an event within AGENTOPS_STUCK_AFTER_SECONDS), in any process; "" when there is none.
+
+    A stuck turn does not count: the next run abandons it under the run lock (SPEC.md 3).
+    """
+    recent = timezone.now() - timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
+    turn = (
+        models.Turn.objects.filter(session_id=session_id, status=models.Turn.Status.RUNNING)  # type: ignore[misc]
+        .with_last_event_at()
+        .filter(last_event_at__gte=recent)
+        .order_by("-started_at")
+        .values_list("id", flat=True)
+        .first()
+    )
+    return turn or ""
+
+
 def running_turn_ids(session_id: str) -> list[str]:
     """Ids of the turns of `session_id` that run in this process."""
     return [h.turn_id for h in _RUNS.get(session_id, []) if h.turn_id and not h.task.done()]
@@ -380,7 +400,10 @@ async def run_turn(
     recorded interrupted/canceled.
     """
     service = service or LiveSessionService()
-    runner = Runner(agent or await sync_to_async(get_agent)(), service)
+    # The product projector: recorded tool outcomes close their calls (sessions_app.projector).
+    runner = Runner(
+        agent or await sync_to_async(get_agent)(), service, projector=ProductProjector()
+    )
     me = asyncio.current_task()
     turn_ids: list[str] = []
     previous = service.on_begin

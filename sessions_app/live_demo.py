@@ -53,12 +53,19 @@ async def keep_demo_live(
     store = await sync_to_async(live.get_todo_store)()
     done = 0
     while turns is None or done < turns:
+        # Each turn is a task of its own: a stop request cancels that task (the turn ends
+        # interrupted/canceled), not this loop, which starts the next turn after the pause.
+        turn = asyncio.create_task(
+            live.run_turn(session_id, DEMO_LIVE_MESSAGE, agent=make_slow_agent(todo_store=store))
+        )
         try:
-            await live.run_turn(
-                session_id, DEMO_LIVE_MESSAGE, agent=make_slow_agent(todo_store=store)
-            )
+            await turn
         except asyncio.CancelledError:
-            raise
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                turn.cancel()
+                raise  # the loop itself is being stopped (server shutdown)
+            logger.info("live demo turn of %s was stopped; starting the next one", session_id)
         except Exception:
             logger.warning("live demo turn of %s failed", session_id, exc_info=True)
         done += 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from asgiref.sync import sync_to_async
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -33,6 +34,8 @@ def _answer(
 ) -> HttpResponse:
     if _wants_json(request):
         return JsonResponse(data, status=status)
+    if status >= 400:
+        messages.error(request, str(data.get("error", "The request was refused.")))
     return redirect(reverse("sessions:detail", args=[session_id]) + "#live")
 
 
@@ -60,6 +63,15 @@ async def run_turn(request: HttpRequest, session_id: str) -> HttpResponse:
     if not message or len(message) > MAX_MESSAGE_CHARS:
         return _answer(
             request, session.id, 400, {"error": "Write a message (at most 20,000 characters)."}
+        )
+    busy = await sync_to_async(live.active_turn_id)(session.id)
+    if busy:
+        # One turn at a time per session: a second one would wait behind the run lock.
+        return _answer(
+            request,
+            session.id,
+            409,
+            {"error": f"Turn {busy} is still running: stop it first, or wait for it to end."},
         )
     handle = await live.start_turn(session.id, message)
     if not handle.turn_id:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -45,6 +46,11 @@ from todos_app.services import Actor, replace_todos, todo_items_of
 
 # Seconds between two attempts to take a PostgreSQL advisory lock (waiting stays cancellable).
 _ADVISORY_POLL_SECONDS = 0.02
+# The same for the in-process run lock (SQLite and other databases).
+_LOCAL_POLL_SECONDS = 0.01
+# In-process run locks by run key (app, user, session), shared by every service instance.
+_PROCESS_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_PROCESS_LOCKS_GUARD = threading.Lock()
 
 
 _EVENT_FIELDS = (
@@ -148,10 +154,6 @@ class DjangoSessionService:
     All methods are coroutines; errors are the runtime's named exceptions
     (`SessionNotFoundError`, `TurnNotFoundError`, `TurnStateConflictError`, ...).
     """
-
-    def __init__(self) -> None:
-        # In-process locks (SQLite): one asyncio.Lock per (event loop, run key).
-        self._local_locks: dict[tuple[int, str, str, str], asyncio.Lock] = {}
 
     # -- sessions and events -------------------------------------------------------------
 
@@ -400,10 +402,16 @@ class DjangoSessionService:
 
     @asynccontextmanager
     async def _local_lock(self, key: tuple[str, str, str]) -> AsyncIterator[None]:
-        loop_key = (id(asyncio.get_running_loop()), *key)
-        lock = self._local_locks.setdefault(loop_key, asyncio.Lock())
-        async with lock:
+        # One lock per run key for the whole process, whichever service instance, thread
+        # or event loop runs the turn; polled so that a waiter stays cancellable.
+        with _PROCESS_LOCKS_GUARD:
+            lock = _PROCESS_LOCKS.setdefault(key, threading.Lock())
+        while not lock.acquire(blocking=False):
+            await asyncio.sleep(_LOCAL_POLL_SECONDS)
+        try:
             yield
+        finally:
+            lock.release()
 
     @asynccontextmanager
     async def _advisory_lock(self, key: int) -> AsyncIterator[None]:

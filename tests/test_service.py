@@ -162,3 +162,39 @@ async def test_advisory_lock_released_when_holder_connection_dies():
     await holder.close()  # the "crashed" holder's connection goes away
     await asyncio.wait_for(waiting, 5)
     assert acquired.is_set()
+
+
+async def test_run_lock_is_shared_by_every_service_instance_of_the_process():
+    first, second = DjangoSessionService(), DjangoSessionService()
+    order: list[str] = []
+
+    async def hold(service: DjangoSessionService, name: str, seconds: float) -> None:
+        async with service.run_lock("app", "u", "s-shared"):
+            order.append(f"{name}+")
+            await asyncio.sleep(seconds)
+            order.append(f"{name}-")
+
+    await asyncio.gather(hold(first, "a", 0.1), hold(second, "b", 0))
+    assert order in (["a+", "a-", "b+", "b-"], ["b+", "b-", "a+", "a-"])
+
+
+def test_run_lock_serialises_runs_in_different_event_loops():
+    import threading
+
+    order: list[str] = []
+
+    def run_in_own_loop(name: str, seconds: float) -> None:
+        async def hold() -> None:
+            async with DjangoSessionService().run_lock("app", "u", "s-loops"):
+                order.append(f"{name}+")
+                await asyncio.sleep(seconds)
+                order.append(f"{name}-")
+
+        asyncio.run(hold())
+
+    threads = [threading.Thread(target=run_in_own_loop, args=(n, 0.05)) for n in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [entry[1] for entry in order] == ["+", "-"] * 3

@@ -74,6 +74,10 @@ async def test_admin_starts_a_turn_that_runs_in_the_background(admin_user):
     assert empty.status_code == 400
     plain = await client.post(url, {"message": "hang"})
     assert plain.status_code == 302 and plain["Location"].endswith("/sessions/s-run/#live")
+    # One turn at a time: a second message while the hanging turn runs is refused.
+    second = await client.post(url, {"message": "plan"}, headers={"Accept": "application/json"})
+    assert second.status_code == 409 and "still running" in second.json()["error"]
+    assert await Turn.objects.filter(session_id="s-run", status="running").acount() == 1
     stop = await client.post(reverse("sessions:stop_turns", args=["s-run"]))
     assert stop.status_code == 302
     async with asyncio.timeout(20):
@@ -98,3 +102,46 @@ def test_run_turn_command_prints_events_and_final_status():
     with pytest.raises(CommandError) as missing:
         call_command("run_turn", "no-such", "hi", stdout=StringIO())
     assert missing.value.returncode == 2
+
+
+async def test_live_turn_uses_recorded_tool_outcomes(admin_user):
+    """A completed turn with an unanswered call blocks the session until an outcome is
+    recorded; then a turn started from the page (the live runner) goes ahead."""
+    from sessions_app.models import Session, ToolOutcome
+    from sessions_app.outcomes import record_tool_outcome
+
+    session = await sync_to_async(make_session)("s-outcome", events_per_turn=1)
+    turn = await Turn.objects.aget(session_id="s-outcome")
+    call = await Event.objects.acreate(
+        session=session, turn_id=turn.id, role="assistant", created_at=turn.started_at,
+        updated_at=turn.started_at, tool_calls=[{"id": "c-1", "name": "deploy", "arguments": {}}],
+    )  # fmt: skip
+    with pytest.raises(Exception, match="no result"):
+        await live.run_turn("s-outcome", "hi", listen_for_cancel=False)
+    await sync_to_async(record_tool_outcome)(
+        await Session.objects.aget(pk="s-outcome"), event_id=call.id, call_id="c-1",
+        outcome="did_not_run", result=None, reason="checked the deploy log", user=admin_user,
+    )  # fmt: skip
+    await live.run_turn("s-outcome", "plan", listen_for_cancel=False)
+    latest = await Turn.objects.filter(session_id="s-outcome").order_by("-started_at").afirst()
+    assert latest.status == "completed"
+    assert await ToolOutcome.objects.acount() == 1
+
+
+async def test_stopping_a_live_demo_turn_keeps_the_demo_running():
+    from sessions_app import live_demo
+
+    async def stop_the_first_turn() -> None:
+        async with asyncio.timeout(20):
+            while not await Turn.objects.filter(session_id="s-demo").aexists():
+                await asyncio.sleep(0.05)
+        await live.request_stop("s-demo")
+
+    await asyncio.gather(
+        live_demo.keep_demo_live("s-demo", pause=0, turns=2), stop_the_first_turn()
+    )
+    statuses = [
+        (t.status, t.reason)
+        async for t in Turn.objects.filter(session_id="s-demo").order_by("started_at")
+    ]
+    assert statuses == [("interrupted", "canceled"), ("completed", "")]
