@@ -108,7 +108,8 @@ def _detect_secrets_finders() -> list[_Finder]:
 
     skipped = {"IPPublicDetector", "PrivateKeyDetector"}  # not a credential / whole block below
     finders: list[_Finder] = []
-    for secret_type, plugin_class in sorted(get_mapping_from_secret_type_to_class().items()):
+    mapping: dict[str, type[Any]] = get_mapping_from_secret_type_to_class()
+    for secret_type, plugin_class in sorted(mapping.items()):
         if not issubclass(plugin_class, RegexBasedDetector) or plugin_class.__name__ in skipped:
             continue
         # Abstract in the library's type hints, concrete at run time.
