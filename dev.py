@@ -57,7 +57,7 @@ def ensure_chromium() -> None:
 def serve() -> None:
     ensure_venv()
     run(PY, "manage.py", "migrate", "--no-input")
-    run(PY, "manage.py", "load_demo")
+    run(PY, "manage.py", "load_demo", "--if-missing")
     run(PY, "manage.py", "ensure_local_admin")
     print("\nagentops: http://127.0.0.1:8000/  (Ctrl-C to stop)", flush=True)
     print("live demo: http://127.0.0.1:8000/sessions/demo-live/\n", flush=True)

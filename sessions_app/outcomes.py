@@ -45,13 +45,16 @@ def record_tool_outcome(
     """Record `outcome` ("did_not_run" or "ran" with `result`) of call `call_id` of assistant
     event `event_id`, attributed to `user`, now (UTC).
 
-    Raises OutcomeRejectedError when the reason is empty, the outcome unknown, the call is
-    not an unanswered call of that event, or an outcome for it already exists.
+    Raises OutcomeRejectedError when the reason is empty, the outcome unknown, "ran" comes
+    without a result, the call is not an unanswered call of that event, or an outcome for
+    it already exists.
     """
     if outcome not in ToolOutcome.Outcome.values:
         raise OutcomeRejectedError(f"unknown outcome {outcome!r}")
     if not reason.strip():
         raise OutcomeRejectedError("say why: a reason is required")
+    if outcome == ToolOutcome.Outcome.RAN and result in ("", None):
+        raise OutcomeRejectedError('"ran" needs the result the tool returned')
     with transaction.atomic():
         _turns, events = load_facts(session.id)
         unanswered = {

@@ -20,7 +20,7 @@ from agentops.runtime.projection import ProjectionEntry
 from agentops.runtime.protocol import ToolProtocolIssue
 from agentops.runtime.session import Turn
 from sessions_app.models import Event
-from sessions_app.projector import RecordedOutcome
+from sessions_app.projector import OUTCOME_AUTHOR, RecordedOutcome
 from sessions_app.rendering import pretty_json, render_markdown
 
 
@@ -146,9 +146,12 @@ def runtime_event(event: RuntimeEvent) -> RuntimeEventView:
         response = content.tool_response
         value = response.error if response.is_error else response.result
         summary = value if isinstance(value, str) else pretty_json(value)
+    elif content.role == "tool":
+        # A plain tool result (tool_call_id + text, SPEC.md 1): its value is the text.
+        summary, text = text, ""
     return RuntimeEventView(
         event=event,
-        html=mark_safe(render_markdown(text)),
+        html=mark_safe(render_markdown(text)),  # sanitised by nh3
         calls=[
             {"id": call.id, "name": call.name, "arguments_json": pretty_json(call.arguments)}
             for call in content.tool_calls
@@ -167,6 +170,14 @@ class ProjectionEntryView:
     @property
     def kind(self) -> str:
         return self.entry.kind.value
+
+    @property
+    def label(self) -> str:
+        """Why the entry is there: the projector's reason, or "recorded tool outcome"."""
+        event = self.entry.event
+        if event.id == 0 and event.author == OUTCOME_AUTHOR:
+            return "recorded tool outcome (not stored; closes the call)"
+        return self.entry.reason
 
 
 def projection_entry(entry: ProjectionEntry) -> ProjectionEntryView:

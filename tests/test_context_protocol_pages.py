@@ -88,3 +88,16 @@ def test_outsider_gets_404_on_both_pages(outsider_client):
     make_session("s-x")
     for name in ("sessions:context", "sessions:protocol"):
         assert outsider_client.get(reverse(name, args=["s-x"])).status_code == 404
+
+
+def test_plain_text_tool_result_is_shown_as_the_result(operator_client):
+    session = make_session("s-plain", turns=1, events_per_turn=1)
+    turn = session.turns.get()
+    add_dangling_call(session, turn)
+    Event.objects.create(
+        session=session, turn_id=turn.id, role="tool", tool_call_id="call-9",
+        text="deployed to prod", created_at=BASE, updated_at=BASE,
+    )  # fmt: skip
+    body = operator_client.get(reverse("sessions:context", args=["s-plain"])).content.decode()
+    assert "result for <code>call-9</code><pre>deployed to prod</pre>" in body
+    assert '<div class="markdown"><p>deployed to prod</p>' not in body

@@ -54,3 +54,19 @@ def test_demo_covers_every_turn_outcome() -> None:
     assert statuses == {"pending", "in_progress", "completed"}
     assert set(Session.objects.values_list("source_format", flat=True)) == {"demo"}
     assert all("todos" not in s.state for s in Session.objects.all())
+
+
+@pytest.mark.django_db
+def test_load_demo_if_missing_keeps_existing_demo_sessions():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from sessions_app.models import Session
+
+    call_command("load_demo", stdout=StringIO())
+    Session.objects.filter(pk="demo-coding-bugfix").update(title="edited by a person")
+    out = StringIO()
+    call_command("load_demo", "--if-missing", stdout=out)
+    assert "kept as they are" in out.getvalue()
+    assert Session.objects.get(pk="demo-coding-bugfix").title == "edited by a person"

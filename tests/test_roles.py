@@ -27,3 +27,11 @@ def test_operator_reads_and_admin_also_edits(operator_user, admin_user):
     assert not operator_user.has_perm("todos_app.change_todoitem")
     assert admin_user.has_perm("todos_app.change_todoitem")
     assert admin_user.has_perm("sessions_app.record_tool_outcome")
+
+
+@pytest.mark.django_db
+def test_user_without_role_gets_a_403_page_that_says_why(outsider_client):
+    response = outsider_client.get("/sessions/")
+    body = response.content.decode()
+    assert response.status_code == 403
+    assert "has no dashboard role" in body and "Sign in as someone else" in body

@@ -147,3 +147,16 @@ def test_get_is_not_allowed(admin_client):
     _session_with_dangling_call()
     url = reverse("sessions:tool_outcome_create", args=["s-dangle"])
     assert admin_client.get(url).status_code == 405
+
+
+@pytest.mark.django_db
+def test_ran_without_a_result_is_refused(admin_client):
+    call = _session_with_dangling_call()
+    response = admin_client.post(
+        reverse("sessions:tool_outcome_create", args=["s-dangle"]),
+        {"event_id": call.id, "call_id": "call-deploy", "outcome": "ran", "result": "",
+         "reason": "it ran"},
+        follow=True,
+    )  # fmt: skip
+    assert "needs the result the tool returned" in response.content.decode()
+    assert not ToolOutcome.objects.exists()

@@ -32,6 +32,6 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Created local admin '{username}' with password: {password}\n"
-                f"(change it with: python manage.py changepassword {username})"
+                f"(change it with: .venv/bin/python manage.py changepassword {username})"
             )
         )
