@@ -2,7 +2,8 @@
 """Set up and run agentops with nothing but Python installed.
 
     python3 dev.py serve   # venv + deps, SQLite database, demo sessions, admin account,
-                           # then the dashboard on http://127.0.0.1:8000 (daphne)
+                           # then the dashboard on http://127.0.0.1:8000 (daphne;
+                           # PORT=8001 python3 dev.py serve for another port)
     python3 dev.py test    # venv + deps (+ Debian's chromium when possible), whole test suite
 
 Environment variables are passed through (see .env.example); extra arguments after
@@ -59,8 +60,9 @@ def serve() -> None:
     run(PY, "manage.py", "migrate", "--no-input")
     run(PY, "manage.py", "load_demo", "--if-missing")
     run(PY, "manage.py", "ensure_local_admin")
-    print("\nagentops: http://127.0.0.1:8000/  (Ctrl-C to stop)", flush=True)
-    print("live demo: http://127.0.0.1:8000/sessions/demo-live/\n", flush=True)
+    port = os.environ.get("PORT", "8000")
+    print(f"\nagentops: http://127.0.0.1:{port}/  (Ctrl-C to stop)", flush=True)
+    print(f"live demo: http://127.0.0.1:{port}/sessions/demo-live/\n", flush=True)
     # The server process keeps session demo-live running a slowly streaming turn (set
     # AGENTOPS_LIVE_DEMO=false to turn it off).
     os.environ.setdefault("AGENTOPS_LIVE_DEMO", "true")
@@ -73,7 +75,7 @@ def serve() -> None:
     )
     os.execv(
         str(PY),
-        [str(PY), "-m", "daphne", "-b", "127.0.0.1", "-p", "8000", "agentops.asgi:application"],
+        [str(PY), "-m", "daphne", "-b", "127.0.0.1", "-p", port, "agentops.asgi:application"],
     )
 
 

@@ -258,3 +258,19 @@ def test_codex_turn_aborted_and_update_plan(tmp_path: Path) -> None:
     assert items[0].todo_list.version == 2
     last = Event.objects.filter(session_id="codex-synthetic").last()
     assert last is not None and last.tool_calls[0]["arguments"] == {}
+
+
+def test_a_bad_file_among_several_stops_the_run_before_anything_is_imported(
+    corpus: Path, tmp_path: Path
+) -> None:
+    unknown = tmp_path / "shape.json"
+    unknown.write_text('{"hello": "world"}')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    good = corpus / "claude-code/spotter__tool_heavy.jsonl"
+    for bad, message in ((unknown, "unknown format"), (empty, "the file is empty")):
+        with pytest.raises(CommandError) as refused:
+            call_command("import_sessions", str(good), str(bad), "--no-progress")
+        assert refused.value.returncode == 2 and message in str(refused.value)
+        assert "\n" not in str(refused.value)
+    assert not Session.objects.exists()

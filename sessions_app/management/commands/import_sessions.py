@@ -14,7 +14,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from sessions_app.importers import FORMATS, ImportReport, UnknownFormatError, import_file
+from sessions_app.importers import (
+    FORMATS,
+    ImportReport,
+    UnknownFormatError,
+    detect_format,
+    import_file,
+)
 
 SUFFIXES = (".jsonl", ".json")
 
@@ -57,6 +63,24 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         files = collect_files(options["paths"])
+        if options["format"] == "auto":
+            # Every file named on the command line must be readable and in a known format
+            # before anything is imported, so one bad path never leaves a half-done run.
+            for path, explicit in files:
+                if not explicit:
+                    continue
+                try:
+                    text = path.read_text(encoding="utf-8")
+                except (OSError, UnicodeError) as exc:
+                    raise CommandError(f"{path}: cannot read ({exc})", returncode=2) from None
+                if not text.strip():
+                    raise CommandError(f"{path}: the file is empty", returncode=2)
+                if detect_format(path, text) is None:
+                    raise CommandError(
+                        f"{path}: unknown format (not Claude Code, Codex CLI, Google ADK, "
+                        "OpenAI chat messages, Agents SDK RunState or an agentops export)",
+                        returncode=2,
+                    )
         show = not options["no_progress"] and sys.stderr.isatty() and len(files) > 1
         refused = 0
         for path, explicit in tqdm(files, disable=not show, file=sys.stderr, unit="file"):
