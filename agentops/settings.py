@@ -169,6 +169,8 @@ if REDIS_URL:
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
                 # Room for bursts of streamed fragments per watcher before messages drop.
                 "capacity": 1000,
+                # Key prefix: deployments (or test runs) sharing one Redis stay apart.
+                "prefix": envstr("REDIS_CHANNEL_PREFIX", "asgi"),
             },
         }
     }

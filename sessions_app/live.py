@@ -472,8 +472,11 @@ class _CancelListener:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                logger.warning("stop-request listener failed", exc_info=True)
-                return
+                # A dropped Redis connection must not deafen the run to stop requests:
+                # the next receive takes a fresh connection from the pool.
+                logger.warning("stop-request listener: receive failed, retrying", exc_info=True)
+                await asyncio.sleep(0.2)
+                continue
             if message.get("type") != CANCEL:
                 continue  # the run's own events, drained
             wanted = message.get("turn_id") or ""

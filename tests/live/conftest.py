@@ -1,10 +1,34 @@
 """Live tests: a fresh channel layer per test (each async test has its own event loop, and
-the Redis layer's connections and receive state belong to the loop that made them)."""
+the Redis layer's connections and receive state belong to the loop that made them), and
+on Redis a key prefix of this run's own, so test runs sharing one Redis (other checkouts,
+CI) never see each other's groups (the same session ids would otherwise collide)."""
 
 from __future__ import annotations
 
+import os
+import uuid
+
 import pytest
 from channels.layers import channel_layers
+from django.conf import settings
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_redis_prefix():
+    config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
+    if "hosts" not in config:
+        yield
+        return
+    prefix = f"asgi-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    previous = config.get("prefix"), os.environ.get("REDIS_CHANNEL_PREFIX")
+    config["prefix"] = prefix
+    os.environ["REDIS_CHANNEL_PREFIX"] = prefix  # daphne subprocesses use it too
+    yield
+    config["prefix"] = previous[0] or "asgi"
+    if previous[1] is None:
+        os.environ.pop("REDIS_CHANNEL_PREFIX", None)
+    else:
+        os.environ["REDIS_CHANNEL_PREFIX"] = previous[1]
 
 
 @pytest.fixture(autouse=True)
