@@ -170,7 +170,9 @@ async def test_unknown_session_is_refused_4404(operator_cookie):
     await comm.disconnect()
 
 
-async def test_stop_cancels_a_hanging_turn_as_interrupted_canceled(watched, operator_cookie):
+async def test_stop_cancels_a_hanging_turn_as_interrupted_canceled(
+    in_memory_layer, watched, operator_cookie
+):
     comm = await _connect(communicator(watched, operator_cookie))
     try:
         from agentops.agents.demo import DemoAgent
