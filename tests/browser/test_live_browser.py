@@ -13,7 +13,7 @@ LAST = "#timeline > article.turn:last-of-type"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
 ]
 
 

@@ -21,7 +21,7 @@ from tests.live.helpers import (
     turn_ended,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 
 pytestmark = [
     pytest.mark.redis,
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not REDIS_URL, reason="needs REDIS_URL (two processes share the layer)"),
 ]
 

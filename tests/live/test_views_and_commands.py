@@ -15,7 +15,7 @@ from sessions_app import live
 from sessions_app.models import Event, Turn
 from tests.factories import make_session
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_page_offers_the_message_box_to_admins_only(admin_client, operator_user, client):
