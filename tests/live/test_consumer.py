@@ -21,7 +21,7 @@ from tests.live.helpers import (
     turn_ended,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_memory_layer")]
 
 
 @pytest.fixture
