@@ -23,7 +23,6 @@ from django.db import transaction
 from sessions_app.importers.base import ParsedEvent, ParsedSession, ParsedTodo, ParsedTurn
 from sessions_app.importers.writer import write_parsed_session
 from sessions_app.models import Session
-from sessions_app.service import refresh_resume_status
 
 # Two days before today, 09:00 UTC: recent enough for the triage chart and "last activity",
 # and the same for every load on one day (re-loading replaces the demo sessions anyway).
@@ -361,5 +360,4 @@ def load_demo() -> list[ParsedSession]:
         Session.objects.filter(source_format=Session.SourceFormat.DEMO).delete()
         for parsed in sessions:
             write_parsed_session(parsed, "demo")
-            refresh_resume_status(parsed.id)
     return sessions

@@ -17,9 +17,10 @@ import asyncio
 import hashlib
 import threading
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connection, transaction
@@ -27,7 +28,7 @@ from django.utils import timezone
 
 from agentops.runtime import errors
 from agentops.runtime.model import Content, Event, FinishReason, Usage
-from agentops.runtime.projection import explain_projection
+from agentops.runtime.projection import ProjectionInput, project_default
 from agentops.runtime.protocol import inspect_tool_protocol
 from agentops.runtime.session import (
     Session,
@@ -40,7 +41,7 @@ from agentops.runtime.session import (
 )
 from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
-from sessions_app.projector import apply_tool_outcomes, load_outcomes
+from sessions_app.projector import RecordedOutcome, apply_tool_outcomes, load_outcomes
 from todos_app.models import TodoList
 from todos_app.services import Actor, replace_todos, todo_items_of
 
@@ -122,22 +123,51 @@ def session_from_row(row: models.Session) -> Session:
     )
 
 
-def turn_from_row(row: models.Turn) -> Turn:
-    """The runtime `Turn` for a stored row (an empty failure code means no failure)."""
+class TurnRecord(Protocol):
+    """What `turn_from_record` reads: a `models.Turn` row or an importer's `ParsedTurn`."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def failure_code(self) -> str: ...
+    @property
+    def failure_stage(self) -> str: ...
+    @property
+    def failure_message(self) -> str: ...
+    @property
+    def started_at(self) -> datetime: ...
+    @property
+    def finished_at(self) -> datetime | None: ...
+
+
+def turn_from_record(record: TurnRecord, session_id: str) -> Turn:
+    """The runtime `Turn` of a turn record (an empty failure code means no failure).
+    Raises ValueError for a status or reason SPEC.md 2 does not name."""
     failure = (
-        TurnFailure(code=row.failure_code, message=row.failure_message, stage=row.failure_stage)
-        if row.failure_code
+        TurnFailure(
+            code=record.failure_code, message=record.failure_message, stage=record.failure_stage
+        )
+        if record.failure_code
         else None
     )
     return Turn(
-        id=row.id,
-        session_id=row.session_id,
-        status=TurnStatus(row.status),
-        reason=TurnReason(row.reason),
+        id=record.id,
+        session_id=session_id,
+        status=TurnStatus(record.status),
+        reason=TurnReason(record.reason),
         failure=failure,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
     )
+
+
+def turn_from_row(row: models.Turn) -> Turn:
+    """The runtime `Turn` for a stored row."""
+    return turn_from_record(row, row.session_id)
 
 
 def advisory_lock_key(app_name: str, user_id: str, session_id: str) -> int:
@@ -469,12 +499,34 @@ def load_facts(session_id: str) -> tuple[list[Turn], list[Event]]:
     return turns, [event_from_values(row) for row in rows]
 
 
-def refresh_resume_status(session_id: str) -> tuple[int, bool]:
-    """Recompute and store the session's open tool-protocol issue count and whether the
-    default projection fails (the next run would be refused: "cannot resume").
+def resume_status(
+    turns: Sequence[Turn],
+    events: Sequence[Event],
+    outcomes: Mapping[tuple[int, str], RecordedOutcome] | None = None,
+) -> tuple[int, bool]:
+    """(open tool-protocol issue count, cannot_resume) of a session's facts.
 
-    Returns (issue count, cannot_resume). Runs the real inspector and projector
-    (SPEC.md 4-5) on the stored facts; call it inside the transaction that changed them.
+    `turns` in timeline order, `events` the active events in id order (only ids for order,
+    turn ids, roles, tool calls, tool responses and tool call ids matter), `outcomes` the
+    recorded tool outcomes keyed by (assistant event id, call id). Recorded outcomes close
+    their calls first, as the product projector does; then the issue count is the runtime
+    inspector's (SPEC.md 5) and cannot_resume says whether the default projection fails
+    (SPEC.md 4: the next run would be refused). No query.
+    """
+    events = apply_tool_outcomes(events, outcomes or {})
+    issue_count = len(inspect_tool_protocol(events))
+    try:
+        project_default(ProjectionInput(turns=turns, events=events))
+    except errors.ToolExecutionUnknownError:
+        return issue_count, True
+    return issue_count, False
+
+
+def refresh_resume_status(session_id: str) -> tuple[int, bool]:
+    """Recompute and store the session's resume status (`resume_status` of the stored
+    turns, active events and recorded outcomes); returns it.
+
+    Call it inside the transaction that changed those facts. Four queries.
     """
     turns = _load_turns(session_id)
     # Only what the tool protocol and the projection verdict depend on: no text, parts,
@@ -485,28 +537,39 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
         .order_by("id")
         .values_list("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id")
     )
-    # One validation call per event (nested models validated inside pydantic-core).
     events = [
-        Event.model_validate(
-            {
-                "id": event_id,
-                "session_id": session_id,
-                "turn_id": turn_id,
-                "content": {
-                    "role": role,
-                    "tool_calls": tool_calls or (),
-                    "tool_response": tool_response,
-                    "tool_call_id": tool_call_id,
-                },
-            }
-        )
-        for event_id, turn_id, role, tool_calls, tool_response, tool_call_id in rows
+        protocol_event(event_id, session_id, turn_id, role, tool_calls, tool_response, call_id)
+        for event_id, turn_id, role, tool_calls, tool_response, call_id in rows
     ]
-    # Recorded tool outcomes close their calls, as the product projector does.
-    events = apply_tool_outcomes(events, load_outcomes(session_id))
-    issue_count = len(inspect_tool_protocol(events))
-    cannot_resume = explain_projection(turns, events).error is not None
+    issue_count, cannot_resume = resume_status(turns, events, load_outcomes(session_id))
     models.Session.objects.filter(pk=session_id).update(
         protocol_issue_count=issue_count, cannot_resume=cannot_resume
     )
     return issue_count, cannot_resume
+
+
+def protocol_event(
+    event_id: int,
+    session_id: str,
+    turn_id: str,
+    role: str,
+    tool_calls: Sequence[Mapping[str, Any]] | None,
+    tool_response: Mapping[str, Any] | None,
+    tool_call_id: str,
+) -> Event:
+    """A runtime `Event` holding only what the tool protocol and the projection verdict
+    read (`resume_status`); one pydantic validation call (nested models validated in
+    pydantic-core). Raises pydantic.ValidationError for shapes SPEC.md 1 does not allow."""
+    return Event.model_validate(
+        {
+            "id": event_id,
+            "session_id": session_id,
+            "turn_id": turn_id,
+            "content": {
+                "role": role,
+                "tool_calls": tool_calls or (),
+                "tool_response": tool_response,
+                "tool_call_id": tool_call_id,
+            },
+        }
+    )

@@ -41,7 +41,6 @@ from sessions_app.importers.openai import (
 from sessions_app.importers.writer import delete_sessions, write_parsed_session
 from sessions_app.models import ImportedFile, Session
 from sessions_app.redaction import redact_parse_result
-from sessions_app.service import refresh_resume_status
 
 __all__ = [
     "FORMATS",
@@ -224,18 +223,24 @@ def import_file(
     source_format: str = "auto",
     *,
     strict: bool = False,
-    refresh_status: bool = True,
 ) -> ImportReport:
     """Import one file in ONE transaction: it lands whole or not at all.
 
     Same content (sha256) already imported -> nothing happens ("already imported").
     Sessions that exist already (from another version of the file) are deleted and
     recreated in the same transaction. With `strict`, any problem refuses the file and
-    nothing is written. With `refresh_status` (the default) each session's stored
-    resume status (`protocol_issue_count`, `cannot_resume`) is recomputed in the same
-    transaction by `sessions_app.service.refresh_resume_status`. Raises
+    nothing is written. Each session is stored with its resume status
+    (`protocol_issue_count`, `cannot_resume`; `writer.write_parsed_session`). Raises
     `UnknownFormatError` / OSError as `parse_file` does.
     """
+    # The collector stays off for the parse and the write; the parsed objects are freed
+    # (by reference counting) when `_import_file` returns, before it is back on, so the
+    # collection that follows does not walk them.
+    with gc_paused():
+        return _import_file(path, source_format, strict)
+
+
+def _import_file(path: Path, source_format: str, strict: bool) -> ImportReport:
     content = path.read_bytes()
     digest = hashlib.sha256(content).hexdigest()
     previous = ImportedFile.objects.filter(sha256=digest).first()
@@ -277,7 +282,7 @@ def import_file(
     if strict and result.problems:
         report.status = "refused"
         return report
-    with gc_paused(), transaction.atomic():
+    with transaction.atomic():
         report.replaced = list(Session.objects.filter(id__in=ids).values_list("id", flat=True))
         delete_sessions(report.replaced)
         # Records of older versions of these sessions' files no longer describe the db.
@@ -289,8 +294,6 @@ def import_file(
         ImportedFile.objects.filter(pk__in=stale).delete()
         for parsed in result.sessions:
             write_parsed_session(parsed, str(path))
-            if refresh_status:
-                refresh_resume_status(parsed.id)
         ImportedFile.objects.create(
             sha256=digest, path=str(path), source_format=str(fmt), session_ids=ids
         )

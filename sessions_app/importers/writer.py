@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC
 from typing import Any
 
+import orjson
+from django.conf import settings
 from django.db import connection, models, transaction
 
 from sessions_app.importers.base import ParsedSession
 from sessions_app.models import Event, Session, Turn
+from sessions_app.service import (
+    protocol_event,
+    refresh_resume_status,
+    resume_status,
+    turn_from_record,
+)
 from todos_app.models import TodoItem, TodoList
 
 # Rows per INSERT statement. Django still caps this at the backend's limit on query
@@ -16,18 +25,34 @@ from todos_app.models import TodoItem, TodoList
 BATCH_SIZE = 1000
 
 
-def _converter(field: models.Field[Any, Any], last: list[Any]) -> Callable[[Any], Any]:
-    """A fast value -> database parameter function for one column.
+# orjson options for JSON columns on SQLite: types the standard encoder would refuse
+# (datetimes, dataclasses, subclasses of str/int/dict/list) go to `default`, which is
+# absent, so they raise and take Django's own path with its own result or error.
+_ORJSON_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _converter(field: models.Field[Any, Any], last: list[Any]) -> Callable[[Any], Any] | None:
+    """A fast value -> database parameter function for one column (None: pass as is).
 
     Uses the backend's own adapters (`connection.ops`), so SQLite and PostgreSQL get the
-    same values Django's ORM would send (JSON text / Jsonb, UTC datetimes).
+    values Django's ORM would send (JSON text / Jsonb, UTC datetimes), with two shortcuts
+    on SQLite that give the same stored values: JSON text encoded by orjson (compact
+    separators; anything orjson refuses goes through Django's encoder), and a UTC datetime
+    written as Django writes it (naive UTC, `str()` form) when the connection's time zone
+    is UTC.
     """
     ops = connection.ops
+    sqlite = connection.vendor == "sqlite"
     if isinstance(field, models.JSONField):
         encoder = field.encoder
         # Most events have empty lists/objects here: adapt those once.
         empty_list = ops.adapt_json_value([], encoder)
         empty_dict = ops.adapt_json_value({}, encoder)
+        fast_text = sqlite and encoder is None
 
         def json_value(value: Any) -> Any:
             if value is None:
@@ -37,54 +62,82 @@ def _converter(field: models.Field[Any, Any], last: list[Any]) -> Callable[[Any]
                     return empty_list
                 if value == {}:
                     return empty_dict
+            if fast_text:
+                try:
+                    return orjson.dumps(value, option=_ORJSON_OPTIONS).decode()
+                except orjson.JSONEncodeError:
+                    pass
             return ops.adapt_json_value(value, encoder)
 
         return json_value
     if isinstance(field, models.DateTimeField):
         adapt = ops.adapt_datetimefield_value
+        utc_naive = sqlite and settings.USE_TZ and connection.timezone_name == "UTC"
 
         # created_at and updated_at are usually the same instant: convert it once
         # (`last` is shared by the datetime columns of one insert).
         def datetime_value(value: Any) -> Any:
             if value is last[0]:
                 return last[1]
-            last[0], last[1] = value, adapt(value)
-            return last[1]
+            if value is None:
+                return None
+            converted: Any = (
+                str(value.replace(tzinfo=None))
+                if utc_naive and value.tzinfo is UTC
+                else adapt(value)
+            )
+            last[0], last[1] = value, converted
+            return converted
 
         return datetime_value
-    return lambda value: value
+    return None
 
 
-def insert_rows(model: type[models.Model], rows: Iterable[dict[str, Any]]) -> int:
-    """INSERT `rows` (dicts keyed by attname) into `model`'s table with `executemany`.
+def insert_rows(
+    model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> int:
+    """INSERT `rows` into `model`'s table with `executemany`; returns the number of rows.
 
-    The ORM's per-value compilation costs more than the database itself for large
-    imports, so this skips it: columns missing from a row get the field's default; JSON
-    and datetime values go through the backend adapters. Auto primary keys are left to
-    the database, so ids follow the order of `rows`. No signals are sent and no
-    validation is done (the parsers produce valid shapes). Runs on the caller's
-    connection and transaction. Returns the number of rows.
+    `columns` names fields by attname; each row holds their values in that order. Fields
+    not named get their default (`Field.get_default()`: the declared default, else
+    None/"" as the ORM would insert); auto primary keys are left to the database, so ids
+    follow the order of `rows`. The ORM's per-value compilation costs more than the
+    database itself for large imports, so this skips it: JSON and datetime values go
+    through the backend adapters (`_converter`), other values are passed as they are. No
+    signals are sent and no validation is done (the parsers produce valid shapes). Runs on
+    the caller's connection and transaction. Raises KeyError for an unknown column name.
     """
-    fields = [
-        f
+    by_name = {
+        f.attname: f
         for f in model._meta.concrete_fields
         if not (f.primary_key and isinstance(f, models.AutoField | models.BigAutoField))
-    ]
-    names = [f.attname for f in fields]
+    }
+    fields = [by_name[name] for name in columns]
+    rest = [f for name, f in by_name.items() if name not in set(columns)]
+    rest_values = [f.get_default() for f in rest]
     last_datetime: list[Any] = [object(), None]
-    convert = [_converter(f, last_datetime) for f in fields]
-    # Field.get_default() is the declared default, else None/"" as the ORM would insert.
-    defaults = {f.attname: f.get_default() for f in fields}
+    converters = [
+        (index, convert)
+        for index, f in enumerate(fields)
+        if (convert := _converter(f, last_datetime)) is not None
+    ]
+    # Defaults are adapted once: every row gets the same values for those columns.
+    for index, f in enumerate(rest):
+        convert = _converter(f, [object(), None])
+        if convert is not None:
+            rest_values[index] = convert(rest_values[index])
     qn = connection.ops.quote_name
     sql = "INSERT INTO {} ({}) VALUES ({})".format(
         qn(str(model._meta.db_table)),
-        ", ".join(qn(str(f.column)) for f in fields),
-        ", ".join(["%s"] * len(fields)),
+        ", ".join(qn(str(f.column)) for f in [*fields, *rest]),
+        ", ".join(["%s"] * (len(fields) + len(rest))),
     )
-    params: list[tuple[Any, ...]] = []
+    params: list[list[Any]] = []
     for row in rows:
-        row = {**defaults, **row}
-        params.append(tuple(c(row[n]) for c, n in zip(convert, names, strict=True)))
+        values = [*row, *rest_values]
+        for index, convert in converters:
+            values[index] = convert(values[index])
+        params.append(values)
     with connection.cursor() as cursor:
         for start in range(0, len(params), BATCH_SIZE * 10):
             cursor.executemany(sql, params[start : start + BATCH_SIZE * 10])
@@ -103,6 +156,73 @@ def delete_sessions(session_ids: list[str]) -> int:
     return per_model.get(Session._meta.label, 0)
 
 
+_TURN_COLUMNS = (
+    "id",
+    "session_id",
+    "status",
+    "reason",
+    "failure_code",
+    "failure_stage",
+    "failure_message",
+    "status_note",
+    "started_at",
+    "finished_at",
+)
+_EVENT_COLUMNS = (
+    "session_id",
+    "turn_id",
+    "source_id",
+    "author",
+    "role",
+    "text",
+    "parts",
+    "reasoning",
+    "tool_calls",
+    "tool_response",
+    "tool_call_id",
+    "pending_call_ids",
+    "finish_reason",
+    "usage",
+    "state_delta",
+    "raw",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+    "archived_at",
+)
+
+
+def parsed_resume_status(parsed: ParsedSession) -> tuple[int, bool]:
+    """(open tool-protocol issue count, cannot_resume) of a parsed session, computed in
+    memory with `sessions_app.service.resume_status` (SPEC.md 4-5), before it is written.
+
+    Equal to what `refresh_resume_status` reads back after `write_parsed_session`: turns
+    in timeline order (started_at, id), active events (not deleted, not archived) in list
+    order, which is the order of the ids the database assigns; their positions stand in
+    for those ids. Recorded tool outcomes are not applied (sessions that carry them are
+    refreshed from the database after their outcomes are written). Raises ValueError /
+    pydantic.ValidationError for a turn status or event shape SPEC.md does not allow.
+    """
+    sid = parsed.id
+    turns = sorted(
+        (turn_from_record(t, sid) for t in parsed.turns), key=lambda t: (t.started_at, t.id)
+    )
+    events = [
+        protocol_event(
+            position,
+            sid,
+            e.turn_id,
+            e.role,
+            e.tool_calls,
+            e.tool_response,
+            e.tool_call_id[:255],
+        )
+        for position, e in enumerate(parsed.events, start=1)
+        if e.deleted_at is None and e.archived_at is None
+    ]
+    return resume_status(turns, events)
+
+
 def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
     """Insert `parsed` (session, turns, events, todo list) with bulk inserts; return it.
 
@@ -112,7 +232,11 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
     raises `django.db.IntegrityError` otherwise. Event ids are assigned by the database in
     list order, so id order is conversation order (SPEC.md 1). The `todos` state key is
     never written: `TodoList`/`TodoItem` rows are the one source of truth (SPEC.md 7).
+    The session's resume status (`protocol_issue_count`, `cannot_resume`) is stored with
+    it: `parsed_resume_status`, or `refresh_resume_status` once recorded tool outcomes
+    (an agentops export) are written.
     """
+    issue_count, cannot_resume = parsed_resume_status(parsed)
     with transaction.atomic():
         session = Session.objects.create(
             id=parsed.id,
@@ -126,51 +250,55 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
             ],
             created_at=parsed.created_at,
             updated_at=parsed.updated_at,
+            protocol_issue_count=issue_count,
+            cannot_resume=cannot_resume,
         )
         sid = session.id
         insert_rows(
             Turn,
+            _TURN_COLUMNS,
             (
-                {
-                    "id": t.id,
-                    "session_id": sid,
-                    "status": t.status,
-                    "reason": t.reason,
-                    "failure_code": t.failure_code,
-                    "failure_stage": t.failure_stage,
-                    "failure_message": t.failure_message,
-                    "status_note": t.status_note,
-                    "started_at": t.started_at,
-                    "finished_at": t.finished_at,
-                }
+                (
+                    t.id,
+                    sid,
+                    t.status,
+                    t.reason,
+                    t.failure_code,
+                    t.failure_stage,
+                    t.failure_message,
+                    t.status_note,
+                    t.started_at,
+                    t.finished_at,
+                )
                 for t in parsed.turns
             ),
         )
         insert_rows(
             Event,
+            _EVENT_COLUMNS,
             (
-                {
-                    "session_id": sid,
-                    "turn_id": e.turn_id,
-                    "source_id": e.source_id[:255],
-                    "author": e.author[:255],
-                    "role": e.role,
-                    "text": e.text,
-                    "parts": e.parts,
-                    "reasoning": e.reasoning,
-                    "tool_calls": e.tool_calls,
-                    "tool_response": e.tool_response,
-                    "tool_call_id": e.tool_call_id[:255],
-                    "pending_call_ids": e.pending_call_ids,
-                    "finish_reason": e.finish_reason,
-                    "usage": e.usage,
-                    "state_delta": e.state_delta,
-                    "raw": e.raw,
-                    "created_at": e.created_at,
-                    "updated_at": e.updated_at or e.created_at,
-                    "deleted_at": e.deleted_at,
-                    "archived_at": e.archived_at,
-                }
+                (
+                    sid,
+                    e.turn_id,
+                    e.source_id[:255],
+                    e.author[:255],
+                    e.role,
+                    e.text,
+                    e.parts,
+                    e.reasoning,
+                    e.tool_calls,
+                    e.tool_response,
+                    e.tool_call_id[:255],
+                    e.pending_call_ids,
+                    e.finish_reason,
+                    e.usage,
+                    e.state_delta,
+                    e.raw,
+                    e.created_at,
+                    e.updated_at or e.created_at,
+                    e.deleted_at,
+                    e.archived_at,
+                )
                 for e in parsed.events
             ),
         )
@@ -195,6 +323,8 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
             )
         if parsed.todo_changes or parsed.tool_outcomes:
             _write_export_extras(parsed, session)
+        if parsed.tool_outcomes:
+            refresh_resume_status(sid)
     return session
 
 
