@@ -52,6 +52,7 @@ from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from agentops.runtime.errors import SessionNotFoundError
 from agentops.runtime.model import Content, Event
 from agentops.runtime.runner import AgentLike, Runner
 from agentops.runtime.session import Turn, TurnOutcome, TurnReason
@@ -64,6 +65,7 @@ from sessions_app.service import DjangoSessionService, row_fields_from_event
 __all__ = [
     "LiveSessionService",
     "RunHandle",
+    "abandon_stuck_turns",
     "event_payload",
     "event_payloads_after",
     "get_agent",
@@ -71,6 +73,7 @@ __all__ = [
     "run_turn",
     "running_turn_ids",
     "start_turn",
+    "stuck_turn_ids",
     "turn_payload",
     "turn_payloads",
 ]
@@ -304,9 +307,11 @@ class LiveSessionService(DjangoSessionService):
         await self._send_turn(turn_id)
         return turn
 
-    async def interrupt_running_turns(self, session_id: str, reason: TurnReason) -> list[Turn]:
+    async def interrupt_running_turns(
+        self, session_id: str, reason: TurnReason, *, only: Sequence[str] | None = None
+    ) -> list[Turn]:
         """Interrupt (see `DjangoSessionService.interrupt_running_turns`); broadcast each."""
-        turns = await super().interrupt_running_turns(session_id, reason)
+        turns = await super().interrupt_running_turns(session_id, reason, only=only)
         for turn in turns:
             await self._send_turn(turn.id)
         return turns
@@ -374,6 +379,53 @@ def active_turn_id(session_id: str) -> str:
         .first()
     )
     return turn or ""
+
+
+def stuck_turn_ids(session_id: str, turn_id: str = "") -> list[str]:
+    """Ids of the session's running turns (only `turn_id` when given) that are stuck: no
+    event stored, nor begun, within AGENTOPS_STUCK_AFTER_SECONDS (as on /turns/). One query."""
+    recent = timezone.now() - timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
+    turns = models.Turn.objects.filter(session_id=session_id, status=models.Turn.Status.RUNNING)
+    if turn_id:
+        turns = turns.filter(pk=turn_id)
+    stuck = turns.with_last_event_at().filter(last_event_at__lt=recent)  # type: ignore[misc]
+    return list(stuck.values_list("id", flat=True))
+
+
+#: How long `abandon_stuck_turns` tries to take the session's run lock.
+ABANDON_LOCK_WAIT_SECONDS = 1.0
+
+
+async def abandon_stuck_turns(session_id: str, turn_id: str = "") -> list[str]:
+    """Record the session's stuck running turns (`stuck_turn_ids`; only `turn_id` when
+    given) interrupted/abandoned, as the next run of the session would (SPEC.md 3), and
+    broadcast them; returns their ids.
+
+    For a turn whose process died: nothing is left to cancel it. Done only under the
+    session's run lock, taken within ABANDON_LOCK_WAIT_SECONDS: while a live run holds it
+    (on PostgreSQL in any process, on SQLite in this one) nothing is changed and [] is
+    returned. Raises `SessionNotFoundError` for an unknown session.
+    """
+    if running_turn_ids(session_id):
+        return []
+    stuck = await sync_to_async(stuck_turn_ids)(session_id, turn_id)
+    if not stuck:
+        return []
+    service = LiveSessionService()
+    session = await service.get_session(session_id)
+    if session is None:
+        raise SessionNotFoundError(session_id)
+    lock = service.run_lock(
+        session.app_name, session.user_id, session_id, wait=ABANDON_LOCK_WAIT_SECONDS
+    )
+    try:
+        async with lock:
+            turns = await service.interrupt_running_turns(
+                session_id, TurnReason.ABANDONED, only=stuck
+            )
+    except TimeoutError:
+        return []
+    return [turn.id for turn in turns]
 
 
 def running_turn_ids(session_id: str) -> list[str]:

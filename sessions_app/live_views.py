@@ -87,13 +87,16 @@ async def run_turn(request: HttpRequest, session_id: str) -> HttpResponse:
 async def stop_turns(request: HttpRequest, session_id: str) -> HttpResponse:
     """POST /sessions/<id>/stop/ (optional `turn_id`): stop the running turn(s), here or
     in the server process that runs them (``turn.cancel``); they end interrupted/canceled.
-    JSON answer: ``{"cancelled_here": n}`` (202)."""
+    A stuck turn that no live run holds (its process died) is recorded
+    interrupted/abandoned instead (`live.abandon_stuck_turns`). JSON answer:
+    ``{"cancelled_here": n, "abandoned": [turn ids]}`` (202)."""
     session, refused = await _admin_session(request, session_id)
     if refused is not None or session is None:
         return refused or HttpResponse(status=404)
     turn_id = request.POST.get("turn_id", "")
     cancelled = await live.request_stop(session.id, turn_id)
-    return _answer(request, session.id, 202, {"cancelled_here": cancelled})
+    abandoned = [] if cancelled else await live.abandon_stuck_turns(session.id, turn_id)
+    return _answer(request, session.id, 202, {"cancelled_here": cancelled, "abandoned": abandoned})
 
 
 def page_context(request: HttpRequest, session: Session) -> dict[str, object]:

@@ -396,19 +396,25 @@ class DjangoSessionService:
         rows = models.Turn.objects.filter(session_id=session_id).order_by("started_at", "id")
         return [turn_from_row(row) for row in rows]
 
-    async def interrupt_running_turns(self, session_id: str, reason: TurnReason) -> list[Turn]:
-        """Mark every running turn of the session interrupted with `reason`; return them."""
+    async def interrupt_running_turns(
+        self, session_id: str, reason: TurnReason, *, only: Sequence[str] | None = None
+    ) -> list[Turn]:
+        """Mark every running turn of the session (or those of them whose ids are in
+        `only`) interrupted with `reason`, in one transaction; return them."""
         validate_outcome(TurnOutcome(status=TurnStatus.INTERRUPTED, reason=reason))
-        return await sync_to_async(self._interrupt_running_turns)(session_id, reason)
+        return await sync_to_async(self._interrupt_running_turns)(session_id, reason, only)
 
-    def _interrupt_running_turns(self, session_id: str, reason: TurnReason) -> list[Turn]:
+    def _interrupt_running_turns(
+        self, session_id: str, reason: TurnReason, only: Sequence[str] | None = None
+    ) -> list[Turn]:
         now = timezone.now()
         with transaction.atomic():
-            running = list(
-                models.Turn.objects.select_for_update()
-                .filter(session_id=session_id, status=TurnStatus.RUNNING)
-                .values_list("id", flat=True)
+            candidates = models.Turn.objects.select_for_update().filter(
+                session_id=session_id, status=TurnStatus.RUNNING
             )
+            if only is not None:
+                candidates = candidates.filter(pk__in=list(only))
+            running = list(candidates.values_list("id", flat=True))
             models.Turn.objects.filter(pk__in=running, status=TurnStatus.RUNNING).update(
                 status=TurnStatus.INTERRUPTED, reason=reason.value, finished_at=now
             )
@@ -419,24 +425,32 @@ class DjangoSessionService:
 
     # -- run lock ------------------------------------------------------------------------
 
-    def run_lock(self, app_name: str, user_id: str, session_id: str) -> Any:
+    def run_lock(
+        self, app_name: str, user_id: str, session_id: str, *, wait: float | None = None
+    ) -> Any:
         """Async context manager serialising runs of (app, user, session) (SPEC.md 2).
 
         PostgreSQL: `pg_advisory_lock` semantics on a dedicated connection (polled with
         `pg_try_advisory_lock`, so a waiter can be cancelled), released on exit or when the
-        holder's connection dies. Other databases: an in-process asyncio lock.
+        holder's connection dies. Other databases: an in-process lock. `wait`: give up
+        after that many seconds (None: wait as long as it takes); entering then raises
+        TimeoutError and nothing is held.
         """
         if connection.vendor == "postgresql":
-            return self._advisory_lock(advisory_lock_key(app_name, user_id, session_id))
-        return self._local_lock((app_name, user_id, session_id))
+            return self._advisory_lock(advisory_lock_key(app_name, user_id, session_id), wait)
+        return self._local_lock((app_name, user_id, session_id), wait)
 
     @asynccontextmanager
-    async def _local_lock(self, key: tuple[str, str, str]) -> AsyncIterator[None]:
+    async def _local_lock(
+        self, key: tuple[str, str, str], wait: float | None
+    ) -> AsyncIterator[None]:
         # One lock per run key for the whole process, whichever service instance, thread
         # or event loop runs the turn; polled so that a waiter stays cancellable.
         with _PROCESS_LOCKS_GUARD:
             lock = _PROCESS_LOCKS.setdefault(key, threading.Lock())
+        deadline = _deadline(wait)
         while not lock.acquire(blocking=False):
+            _check_deadline(deadline, key)
             await asyncio.sleep(_LOCAL_POLL_SECONDS)
         try:
             yield
@@ -444,10 +458,11 @@ class DjangoSessionService:
             lock.release()
 
     @asynccontextmanager
-    async def _advisory_lock(self, key: int) -> AsyncIterator[None]:
+    async def _advisory_lock(self, key: int, wait: float | None) -> AsyncIterator[None]:
         import psycopg
 
         conninfo = _postgres_conninfo()
+        deadline = _deadline(wait)
         async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
             while True:
                 row = await (
@@ -455,6 +470,7 @@ class DjangoSessionService:
                 ).fetchone()
                 if row and row[0]:
                     break
+                _check_deadline(deadline, key)
                 await asyncio.sleep(_ADVISORY_POLL_SECONDS)
             try:
                 yield
@@ -462,6 +478,15 @@ class DjangoSessionService:
                 # Closing the connection releases the lock too; unlock explicitly first so a
                 # pooled or slow close cannot delay the next run.
                 await asyncio.shield(conn.execute("SELECT pg_advisory_unlock(%s)", (key,)))
+
+
+def _deadline(wait: float | None) -> float | None:
+    return None if wait is None else asyncio.get_running_loop().time() + wait
+
+
+def _check_deadline(deadline: float | None, key: object) -> None:
+    if deadline is not None and asyncio.get_running_loop().time() >= deadline:
+        raise TimeoutError(f"run lock {key!r} is held by a run")
 
 
 def _postgres_conninfo() -> str:

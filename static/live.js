@@ -228,7 +228,12 @@
     });
   }
   var stopForm = document.getElementById("stop-form");
-  if (stopForm) postForm(stopForm, function (data) { note(data.error || "Stop requested."); });
+  if (stopForm) postForm(stopForm, function (data) {
+    if (data.error) { note(data.error); return; }
+    note(data.abandoned && data.abandoned.length
+      ? "No process was running it: recorded as abandoned."
+      : "Stop requested.");
+  });
   updateStopButton();
   connect();
 })();
