@@ -74,6 +74,11 @@
         if (stream) stream.remove();
       }
     } else {
+      // A turn begun after the page was rendered is one more in the header's count.
+      if (!seenTurns[turn.id] && Date.parse(turn.started_at) > renderedAt) {
+        seenTurns[turn.id] = true;
+        bumpCount(document.getElementById("turn-count"), null);
+      }
       var tl = timeline();
       if (tl && tl.dataset.latestPage === "true") {
         var empty = tl.querySelector(":scope > .empty");
@@ -117,7 +122,21 @@
     stream.querySelector(".stream-text").textContent += partial.delta || "";
   }
 
+  // Counters the server rendered (data-count) that live traffic moves on.
+  var seenTurns = {};
+  var renderedAt = Date.parse(bar.dataset.renderedAt || "") || Date.now();
+  function bumpCount(el, noun) {
+    if (!el) return;
+    var n = (parseInt(el.dataset.count, 10) || 0) + 1;
+    el.dataset.count = String(n);
+    el.textContent = noun ? n + " " + noun + (n === 1 ? "" : "s") : String(n);
+  }
+
   function onEvent(event) {
+    if (event.id > lastId) {
+      var counted = event.turn_id ? article(event.turn_id) : null;
+      if (counted) bumpCount(counted.querySelector(":scope > .turn-head .event-count"), "event");
+    }
     lastId = Math.max(lastId, event.id);
     if (event.turn_id) lastByTurn[event.turn_id] = Math.max(lastByTurn[event.turn_id] || 0, event.id);
     var art = event.turn_id ? article(event.turn_id) : null;

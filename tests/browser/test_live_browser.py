@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from sessions_app.models import Event
 from tests.factories import make_session
 from tests.live.helpers import DaphneServer
 
@@ -50,6 +51,11 @@ def test_two_pages_watch_a_turn_stream_and_stop(browser, admin_user, operator_us
             )
         watcher.screenshot(path=str(screenshot_dir / "live-streaming-watcher.png"), full_page=True)
         for page in (admin_page, watcher):
+            # Counters move live: the header's turn count, the running turn's event count
+            # (its user message is stored before the agent streams).
+            assert page.inner_text("#turn-count") == "2"
+            assert int(page.locator(LAST + " .event-count").get_attribute("data-count")) >= 1
+        for page in (admin_page, watcher):
             page.wait_for_selector(LAST + "[data-status=completed]", timeout=30_000)
             last = page.locator(LAST)
             assert last.locator(".turn-head .badge").first.inner_text() == "completed"
@@ -68,4 +74,8 @@ def test_two_pages_watch_a_turn_stream_and_stop(browser, admin_user, operator_us
             page.wait_for_selector(LAST + "[data-status=interrupted]", timeout=20_000)
             assert page.locator(LAST + " .turn-head .badge.reason").inner_text() == "canceled"
         watcher.screenshot(path=str(screenshot_dir / "live-stopped-watcher.png"), full_page=True)
+        assert watcher.inner_text("#turn-count") == "3"
+        stored = Event.objects.filter(turn_id=watcher.locator(LAST).get_attribute("data-turn-id"))
+        shown = watcher.locator(LAST + " .event-count").get_attribute("data-count")
+        assert int(shown) == stored.count() > 0
         assert admin_page.locator("#stop-form").is_hidden()
