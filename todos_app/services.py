@@ -342,18 +342,8 @@ def edit_item(
     expected_version: int | None,
 ) -> int:
     """Set item `index`'s content (required) and active form (may be empty); "edit"."""
-    content = _check_text(content)
-
-    def change(items: list[TodoItem]) -> list[TodoItem]:
-        _check_index(index, items)
-        items[index] = items[index].model_copy(
-            update={"content": content, "active_form": active_form.strip()}
-        )
-        return items
-
-    return _person_change(
-        session_id, change, user=user, action="edit", expected_version=expected_version
-    )
+    update = {"content": _check_text(content), "active_form": active_form.strip()}
+    return _update_item(session_id, index, update, user, "edit", expected_version)
 
 
 def set_status(
@@ -365,15 +355,27 @@ def set_status(
     expected_version: int | None,
 ) -> int:
     """Set item `index`'s status (one of `STATUSES`); action "status"."""
-    status = _check_status(status)
+    update = {"status": _check_status(status)}
+    return _update_item(session_id, index, update, user, "status", expected_version)
+
+
+def _update_item(
+    session_id: str,
+    index: int,
+    update: dict[str, str],
+    user: User | AnonymousUser,
+    action: str,
+    expected_version: int | None,
+) -> int:
+    """Set fields of item `index` (already checked values) as one change named `action`."""
 
     def change(items: list[TodoItem]) -> list[TodoItem]:
         _check_index(index, items)
-        items[index] = items[index].model_copy(update={"status": status})
+        items[index] = items[index].model_copy(update=update)
         return items
 
     return _person_change(
-        session_id, change, user=user, action="status", expected_version=expected_version
+        session_id, change, user=user, action=action, expected_version=expected_version
     )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -60,6 +61,29 @@ def parse_iso(value: Any) -> datetime | None:
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+def jsonl_objects(
+    name: str, text: str, problems: list[ImportProblem]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) for each line of a JSON Lines text (jsonlines.org)
+    that holds a JSON object. Blank lines are skipped; a line that is not valid JSON or
+    holds another JSON value is reported in `problems` ("not valid JSON (<reason>)",
+    "not a JSON object (got <type>)") and skipped. `name` is the file named in problems.
+    """
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(ImportProblem(name, number, f"not valid JSON ({exc.msg})"))
+            continue
+        if not isinstance(record, dict):
+            kind = type(record).__name__
+            problems.append(ImportProblem(name, number, f"not a JSON object (got {kind})"))
+            continue
+        yield number, record
 
 
 def normalise_arguments(value: Any) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from sessions_app.importers.base import (
     SessionBuilder,
     coerce_todos,
     first_line,
+    jsonl_objects,
     normalise_arguments,
     parse_iso,
 )
@@ -116,18 +117,7 @@ def parse_claude_code(path: Path, text: str) -> ParseResult:
     open_message: tuple[str, ParsedEvent] | None = None
     records: list[tuple[int, datetime, dict[str, Any]]] = []
 
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(ImportProblem(name, number, f"not valid JSON ({exc.msg})"))
-            continue
-        if not isinstance(record, dict):
-            kind = type(record).__name__
-            problems.append(ImportProblem(name, number, f"not a JSON object (got {kind})"))
-            continue
+    for number, record in jsonl_objects(name, text, problems):
         rtype = record.get("type")
         if not isinstance(rtype, str) or not rtype:
             problems.append(ImportProblem(name, number, "object has no 'type'"))

@@ -32,6 +32,7 @@ from sessions_app.importers.base import (
     SessionBuilder,
     coerce_todos,
     first_line,
+    jsonl_objects,
     normalise_arguments,
     parse_iso,
     synthetic_time,
@@ -76,19 +77,7 @@ def parse_codex_cli(path: Path, text: str) -> ParseResult:
     first_prompt = ""
     items: list[tuple[int, Any, dict[str, Any], dict[str, Any]]] = []
 
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(ImportProblem(name, number, f"not valid JSON ({exc.msg})"))
-            continue
-        if not isinstance(record, dict):
-            problems.append(
-                ImportProblem(name, number, f"not a JSON object (got {type(record).__name__})")
-            )
-            continue
+    for number, record in jsonl_objects(name, text, problems):
         payload = record.get("payload")
         if not isinstance(record.get("type"), str) or not isinstance(payload, dict):
             problems.append(ImportProblem(name, number, "record has no 'type' or 'payload'"))
