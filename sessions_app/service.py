@@ -17,7 +17,7 @@ import asyncio
 import hashlib
 import threading
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, Protocol
@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from pydantic import TypeAdapter
 
 from agentops.runtime import errors
 from agentops.runtime.model import Content, Event, FinishReason, Usage
@@ -562,10 +563,7 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
         .order_by("id")
         .values_list("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id")
     )
-    events = [
-        protocol_event(event_id, session_id, turn_id, role, tool_calls, tool_response, call_id)
-        for event_id, turn_id, role, tool_calls, tool_response, call_id in rows
-    ]
+    events = protocol_events(session_id, rows)
     issue_count, cannot_resume = resume_status(turns, events, load_outcomes(session_id))
     models.Session.objects.filter(pk=session_id).update(
         protocol_issue_count=issue_count, cannot_resume=cannot_resume
@@ -573,28 +571,31 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
     return issue_count, cannot_resume
 
 
-def protocol_event(
-    event_id: int,
-    session_id: str,
-    turn_id: str,
-    role: str,
-    tool_calls: Sequence[Mapping[str, Any]] | None,
-    tool_response: Mapping[str, Any] | None,
-    tool_call_id: str,
-) -> Event:
-    """A runtime `Event` holding only what the tool protocol and the projection verdict
-    read (`resume_status`); one pydantic validation call (nested models validated in
+ProtocolFacts = tuple[
+    int, str, str, Sequence[Mapping[str, Any]] | None, Mapping[str, Any] | None, str
+]
+"""(event id, turn id, role, tool calls, tool response, tool call id) of one event."""
+
+_EVENT_LIST = TypeAdapter(list[Event])
+
+
+def protocol_events(session_id: str, facts: Iterable[ProtocolFacts]) -> list[Event]:
+    """Runtime `Event`s holding only what the tool protocol and the projection verdict
+    read (`resume_status`), validated in one pydantic call (nested models validated in
     pydantic-core). Raises pydantic.ValidationError for shapes SPEC.md 1 does not allow."""
-    return Event.model_validate(
-        {
-            "id": event_id,
-            "session_id": session_id,
-            "turn_id": turn_id,
-            "content": {
-                "role": role,
-                "tool_calls": tool_calls or (),
-                "tool_response": tool_response,
-                "tool_call_id": tool_call_id,
-            },
-        }
+    return _EVENT_LIST.validate_python(
+        [
+            {
+                "id": event_id,
+                "session_id": session_id,
+                "turn_id": turn_id,
+                "content": {
+                    "role": role,
+                    "tool_calls": tool_calls or (),
+                    "tool_response": tool_response,
+                    "tool_call_id": tool_call_id,
+                },
+            }
+            for event_id, turn_id, role, tool_calls, tool_response, tool_call_id in facts
+        ]
     )

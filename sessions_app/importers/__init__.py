@@ -88,8 +88,21 @@ class UnknownFormatError(ValueError):
         self.path = path
 
 
+def _first_lines(text: str, count: int) -> Iterator[str]:
+    """The first `count` lines of `text` (split at "\\n", as JSON Lines are), without
+    splitting the rest of a large file."""
+    start = 0
+    for _ in range(count):
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
 def _detect_jsonl(text: str) -> str | None:
-    for line in text.splitlines()[:50]:
+    for line in _first_lines(text, 50):
         try:
             record = json.loads(line)
         except ValueError:

@@ -13,7 +13,7 @@ from django.db import connection, models, transaction
 from sessions_app.importers.base import ParsedSession
 from sessions_app.models import Event, Session, Turn
 from sessions_app.service import (
-    protocol_event,
+    protocol_events,
     refresh_resume_status,
     resume_status,
     turn_from_record,
@@ -82,7 +82,7 @@ def _converter(field: models.Field[Any, Any], last: list[Any]) -> Callable[[Any]
             if value is None:
                 return None
             converted: Any = (
-                str(value.replace(tzinfo=None))
+                value.isoformat(" ")[:-6]  # str() of the naive value, "+00:00" cut
                 if utc_naive and value.tzinfo is UTC
                 else adapt(value)
             )
@@ -207,19 +207,14 @@ def parsed_resume_status(parsed: ParsedSession) -> tuple[int, bool]:
     turns = sorted(
         (turn_from_record(t, sid) for t in parsed.turns), key=lambda t: (t.started_at, t.id)
     )
-    events = [
-        protocol_event(
-            position,
-            sid,
-            e.turn_id,
-            e.role,
-            e.tool_calls,
-            e.tool_response,
-            e.tool_call_id[:255],
-        )
-        for position, e in enumerate(parsed.events, start=1)
-        if e.deleted_at is None and e.archived_at is None
-    ]
+    events = protocol_events(
+        sid,
+        (
+            (position, e.turn_id, e.role, e.tool_calls, e.tool_response, e.tool_call_id[:255])
+            for position, e in enumerate(parsed.events, start=1)
+            if e.deleted_at is None and e.archived_at is None
+        ),
+    )
     return resume_status(turns, events)
 
 
