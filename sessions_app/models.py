@@ -119,6 +119,24 @@ class Session(models.Model):
         return self.title or self.id
 
 
+def format_duration(seconds: float) -> str:
+    """A duration in seconds as a short English phrase ("0.4 s", "3 min 5 s", "2 h 4 min",
+    "29 d 11 h")."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    total = int(seconds)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {secs} s"
+    return f"{secs} s"
+
+
 class TurnQuerySet(models.QuerySet["Turn"]):
     def triage_queue(self, stuck_before: datetime) -> TurnQuerySet:
         """Turns that need a look: failed, interrupted, and stuck running turns.
@@ -259,6 +277,12 @@ class Turn(models.Model):
         if self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+    @property
+    def duration_text(self) -> str:
+        """`duration_seconds` as a short phrase (`format_duration`); "" while running."""
+        seconds = self.duration_seconds
+        return "" if seconds is None else format_duration(seconds)
 
 
 class EventQuerySet(models.QuerySet["Event"]):

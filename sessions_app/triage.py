@@ -353,22 +353,7 @@ class QueueRow:
     @property
     def duration(self) -> str:
         """Start to finish, e.g. "42 s", "3 min 5 s", "2 h 4 min"; "" while running."""
-        seconds = self.turn.duration_seconds
-        return "" if seconds is None else format_duration(seconds)
-
-
-def format_duration(seconds: float) -> str:
-    """A duration in seconds as a short English phrase ("0.4 s", "3 min 5 s", "2 h 4 min")."""
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    total = int(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours} h {minutes} min"
-    if minutes:
-        return f"{minutes} min {secs} s"
-    return f"{secs} s"
+        return self.turn.duration_text
 
 
 @require_GET

@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app.models import Event, Session, Turn
-from sessions_app.triage import CHART_DAYS, NONE, build_chart, format_duration
+from sessions_app.models import Event, Session, Turn, format_duration
+from sessions_app.triage import CHART_DAYS, NONE, build_chart
 from tests.factories import make_session
 
 pytestmark = pytest.mark.django_db
@@ -389,3 +389,4 @@ def test_format_duration():
     assert format_duration(42) == "42 s"
     assert format_duration(185) == "3 min 5 s"
     assert format_duration(7440) == "2 h 4 min"
+    assert format_duration(2547868.5) == "29 d 11 h"
