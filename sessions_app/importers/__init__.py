@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from sessions_app.redaction import redact_parse_result
 __all__ = [
     "FORMATS",
     "ImportProblem",
+    "ImportRefusedError",
     "ImportReport",
     "ParseResult",
     "ParsedEvent",
@@ -86,6 +88,36 @@ class UnknownFormatError(ValueError):
     def __init__(self, path: Path, detail: str) -> None:
         super().__init__(f"{path}: {detail}")
         self.path = path
+
+
+class ImportRefusedError(ValueError):
+    """The file was read but cannot be imported as it is (nothing was written). Has
+    `path`; the message says why: a session id a URL cannot carry, a session that exists
+    from another source (see `import_file`'s `replace`), JSON nested too deeply to read."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+
+
+# Session ids become one URL path segment (/sessions/<id>/): no "/", no control
+# characters, not "." or "..", at most 255 characters (the column).
+_BAD_ID_CHARACTER = re.compile(r"[/\x00-\x1f\x7f]")
+MAX_ID_LENGTH = 255
+
+
+def session_id_problem(session_id: str) -> str | None:
+    """Why `session_id` cannot be stored and linked to, or None when it can."""
+    if not session_id:
+        return "the session id is empty"
+    if len(session_id) > MAX_ID_LENGTH:
+        return f"the session id is {len(session_id)} characters long (at most {MAX_ID_LENGTH})"
+    if session_id in (".", ".."):
+        return f"the session id {session_id!r} is not allowed"
+    bad = _BAD_ID_CHARACTER.search(session_id)
+    if bad:
+        return f"the session id {session_id!r} contains {bad.group()!r}, which ids may not hold"
+    return None
 
 
 def _first_lines(text: str, count: int) -> Iterator[str]:
@@ -172,21 +204,30 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
     Returns the sessions and the problems found, with credential-shaped values already
     redacted (`sessions_app.redaction`: nothing a parser read is stored unredacted).
     Raises `UnknownFormatError` when the format cannot be detected or the content does
-    not fit the forced format, and OSError when the file cannot be read.
+    not fit the forced format, `ImportRefusedError` for JSON nested deeper than Python
+    can read or a session id that `session_id_problem` refuses, and OSError when the file
+    cannot be read. Bytes that are not UTF-8 are read as U+FFFD.
     """
     text = path.read_text(encoding="utf-8", errors="replace")
-    fmt = detect_format(path, text) if source_format == "auto" else source_format
-    if fmt is None:
-        raise UnknownFormatError(path, "unknown format (not a supported transcript)")
-    with gc_paused():
-        if fmt == F.CLAUDE_CODE:
-            result = parse_claude_code(path, text)
-        elif fmt == F.CODEX_CLI:
-            result = parse_codex_cli(path, text)
-        else:
-            result = _parse_json(path, text, fmt)
-        # The one redaction point of every importer: before anything can be stored.
-        redact_parse_result(result, text)
+    try:
+        fmt = detect_format(path, text) if source_format == "auto" else source_format
+        if fmt is None:
+            raise UnknownFormatError(path, "unknown format (not a supported transcript)")
+        with gc_paused():
+            if fmt == F.CLAUDE_CODE:
+                result = parse_claude_code(path, text)
+            elif fmt == F.CODEX_CLI:
+                result = parse_codex_cli(path, text)
+            else:
+                result = _parse_json(path, text, fmt)
+            # The one redaction point of every importer: before anything can be stored.
+            redact_parse_result(result, text)
+    except RecursionError:
+        raise ImportRefusedError(path, "JSON nested too deeply to read") from None
+    for parsed in result.sessions:
+        problem = session_id_problem(parsed.id)
+        if problem is not None:
+            raise ImportRefusedError(path, problem)
     result.source_format = fmt
     return result
 
@@ -236,24 +277,28 @@ def import_file(
     source_format: str = "auto",
     *,
     strict: bool = False,
+    replace: bool = False,
 ) -> ImportReport:
     """Import one file in ONE transaction: it lands whole or not at all.
 
     Same content (sha256) already imported -> nothing happens ("already imported").
-    Sessions that exist already (from another version of the file) are deleted and
-    recreated in the same transaction. With `strict`, any problem refuses the file and
-    nothing is written. Each session is stored with its resume status
-    (`protocol_issue_count`, `cannot_resume`; `writer.write_parsed_session`). Raises
-    `UnknownFormatError` / OSError as `parse_file` does.
+    A changed version of a file replaces its sessions in the same transaction: sessions
+    imported from the same path are deleted (also those the new version no longer
+    holds) and the new ones written. A session id that exists from another source (another
+    file, the runtime, the demo) refuses the file with `ImportRefusedError`, unless
+    `replace` is set. With `strict`, any problem refuses the file and nothing is written.
+    Each session is stored with its resume status (`protocol_issue_count`,
+    `cannot_resume`; `writer.write_parsed_session`). Raises `UnknownFormatError` /
+    `ImportRefusedError` / OSError as `parse_file` does.
     """
     # The collector stays off for the parse and the write; the parsed objects are freed
     # (by reference counting) when `_import_file` returns, before it is back on, so the
     # collection that follows does not walk them.
     with gc_paused():
-        return _import_file(path, source_format, strict)
+        return _import_file(path, source_format, strict, replace)
 
 
-def _import_file(path: Path, source_format: str, strict: bool) -> ImportReport:
+def _import_file(path: Path, source_format: str, strict: bool, replace: bool) -> ImportReport:
     content = path.read_bytes()
     digest = hashlib.sha256(content).hexdigest()
     previous = ImportedFile.objects.filter(sha256=digest).first()
@@ -296,15 +341,45 @@ def _import_file(path: Path, source_format: str, strict: bool) -> ImportReport:
         report.status = "refused"
         return report
     with transaction.atomic():
-        report.replaced = list(Session.objects.filter(id__in=ids).values_list("id", flat=True))
-        delete_sessions(report.replaced)
-        # Records of older versions of these sessions' files no longer describe the db.
+        sources = {
+            s.id: s.source_path if s.source_path is not None else str(path) for s in result.sessions
+        }
+        existing = Session.objects.filter(id__in=ids).values_list(
+            "id", "source_format", "source_path"
+        )
+        for session_id, old_format, old_path in existing:
+            same_file = old_path == sources[session_id] and old_format not in (
+                Session.SourceFormat.RUNTIME,
+                Session.SourceFormat.DEMO,
+            )
+            if not (same_file or replace):
+                label = (
+                    Session.SourceFormat(old_format).label
+                    if old_format in Session.SourceFormat.values
+                    else old_format
+                )
+                origin = f"{label}, {old_path}" if old_path else label
+                raise ImportRefusedError(
+                    path,
+                    f"session {session_id!r} already exists ({origin}); "
+                    "nothing was imported (replace it with --replace)",
+                )
+        # Records of older versions of this file (or of these sessions) no longer
+        # describe the database; sessions an older version of this file held go too.
         stale = [
-            f.pk
+            f
             for f in ImportedFile.objects.only("pk", "path", "session_ids")
             if f.path == str(path) or set(f.session_ids) & set(ids)
         ]
-        ImportedFile.objects.filter(pk__in=stale).delete()
+        dropped = {sid for f in stale if f.path == str(path) for sid in f.session_ids} - set(ids)
+        dropped_here = list(
+            Session.objects.filter(id__in=dropped, source_path=str(path)).values_list(
+                "id", flat=True
+            )
+        )
+        report.replaced = [i for i, _f, _p in existing] + sorted(dropped_here)
+        delete_sessions(report.replaced)
+        ImportedFile.objects.filter(pk__in=[f.pk for f in stale]).delete()
         for parsed in result.sessions:
             write_parsed_session(parsed, str(path))
         ImportedFile.objects.create(

@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from sessions_app.importers import (
     FORMATS,
+    ImportRefusedError,
     ImportReport,
     UnknownFormatError,
     detect_format,
@@ -58,6 +59,12 @@ class Command(BaseCommand):
             action="store_true",
             help="refuse a whole file when any line is malformed (nothing is written)",
         )
+        parser.add_argument(
+            "--replace",
+            action="store_true",
+            help="replace sessions with the same ids that came from another source "
+            "(another file, the runtime, the demo); without it such a file is refused",
+        )
         parser.add_argument("--format", default="auto", choices=["auto", *FORMATS])
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -70,12 +77,19 @@ class Command(BaseCommand):
                 if not explicit:
                     continue
                 try:
-                    text = path.read_text(encoding="utf-8")
-                except (OSError, UnicodeError) as exc:
+                    # As the import reads it: bytes that are not UTF-8 become U+FFFD.
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError as exc:
                     raise CommandError(f"{path}: cannot read ({exc})", returncode=2) from None
                 if not text.strip():
                     raise CommandError(f"{path}: the file is empty", returncode=2)
-                if detect_format(path, text) is None:
+                try:
+                    fmt = detect_format(path, text)
+                except RecursionError:
+                    raise CommandError(
+                        f"{path}: JSON nested too deeply to read", returncode=2
+                    ) from None
+                if fmt is None:
                     raise CommandError(
                         f"{path}: unknown format (not Claude Code, Codex CLI, Google ADK, "
                         "OpenAI chat messages, Agents SDK RunState or an agentops export)",
@@ -85,7 +99,13 @@ class Command(BaseCommand):
         refused = 0
         for path, explicit in tqdm(files, disable=not show, file=sys.stderr, unit="file"):
             try:
-                report = import_file(path, options["format"], strict=options["strict"])
+                report = import_file(
+                    path, options["format"], strict=options["strict"], replace=options["replace"]
+                )
+            except ImportRefusedError as exc:
+                self.stderr.write(f"{exc} (refused)")
+                refused += 1
+                continue
             except UnknownFormatError as exc:
                 if explicit:
                     raise CommandError(str(exc), returncode=2) from None
@@ -100,8 +120,7 @@ class Command(BaseCommand):
                 refused += 1
         if refused:
             raise CommandError(
-                f"{refused} file(s) refused because of malformed lines (--strict); "
-                "nothing was written for them"
+                f"{refused} file(s) refused (reasons above); nothing was written for them"
             )
 
     @staticmethod
