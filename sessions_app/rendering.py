@@ -31,13 +31,25 @@ _ALLOWED_ATTRIBUTES = {
 }
 
 
+#: Characters of one text rendered on a page; the rest is left to raw JSON and export, so
+#: one huge message cannot make a session page unusable.
+MAX_RENDERED_CHARS = 50_000
+
+
 def render_markdown(text: str) -> str:
     """Markdown `text` as sanitised HTML (a str safe to mark safe in a template).
 
     Links get rel="noopener noreferrer nofollow"; only http(s) and mailto URLs survive.
+    Text beyond MAX_RENDERED_CHARS is not rendered: a note says how much was left out.
     """
     if not text:
         return ""
+    left_out = len(text) - MAX_RENDERED_CHARS
+    if left_out > 0:
+        text = (
+            text[:MAX_RENDERED_CHARS]
+            + f"\n\n*… {left_out:,} more characters not shown here (see raw JSON or export).*"
+        )
     html = _markdown.render(text)
     return nh3.clean(
         html,

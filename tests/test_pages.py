@@ -162,3 +162,17 @@ def test_raw_json_of_an_event(operator_client):
 
 def test_unknown_session_is_404(operator_client):
     assert operator_client.get(reverse("sessions:detail", args=["nope"])).status_code == 404
+
+
+def test_a_huge_message_is_cut_on_the_page_not_in_raw_json(operator_client):
+    """A 2 MB message (a first user pasted one) must not make its turn unreadable."""
+    make_session("s-huge", turns=1, events_per_turn=1, text="word " * 400_000)
+    turn = Turn.objects.get(session_id="s-huge")
+    page = operator_client.get(reverse("sessions:turn_events", args=["s-huge", turn.id]))
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert len(body) < 120_000
+    assert "1,950,004 more characters not shown here" in body
+    event = Event.objects.get(session_id="s-huge")
+    raw = operator_client.get(reverse("sessions:event_raw", args=["s-huge", event.id]))
+    assert len(raw.content) > 2_000_000
