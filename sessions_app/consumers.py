@@ -83,6 +83,15 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Decode a JSON frame; a frame that is not JSON text gets the error message too
+        (the connection stays open)."""
+        try:
+            content = await self.decode_json(text_data) if text_data is not None else None
+        except ValueError:
+            content = None
+        await self.receive_json(content)
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         """Handle ``resume``; anything else is answered with an error message."""
         if isinstance(content, dict) and content.get("type") == "resume":
