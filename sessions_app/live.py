@@ -98,9 +98,13 @@ def _session_ns(session_id: str) -> SimpleNamespace:
 
 
 def _render_event_view(view: presenters.EventView, session_id: str) -> str:
-    return render_to_string(
-        "sessions/turn_events.html#event", {"item": view, "session": _session_ns(session_id)}
-    )
+    # Live events belong to a running turn: a call without a result yet is in flight.
+    context = {
+        "item": view,
+        "session": _session_ns(session_id),
+        "turn": SimpleNamespace(status=models.Turn.Status.RUNNING),
+    }
+    return render_to_string("sessions/turn_events.html#event", context)
 
 
 def _pair_for(row: models.Event) -> dict[str, Any] | None:

@@ -72,6 +72,13 @@
       if (turn.status !== "running") {
         var stream = art.querySelector(".streaming");
         if (stream) stream.remove();
+        // Calls still waiting when the turn ended never got a result.
+        art.querySelectorAll(".tool-call.is-inflight").forEach(function (call) {
+          call.classList.remove("is-inflight");
+          call.classList.add("is-unanswered");
+          var badge = call.querySelector(".tool-head .badge.status-running");
+          if (badge) { badge.className = "badge status-unanswered"; badge.textContent = "no result"; }
+        });
       }
     } else {
       // A turn begun after the page was rendered is one more in the header's count.

@@ -176,3 +176,29 @@ def test_a_huge_message_is_cut_on_the_page_not_in_raw_json(operator_client):
     event = Event.objects.get(session_id="s-huge")
     raw = operator_client.get(reverse("sessions:event_raw", args=["s-huge", event.id]))
     assert len(raw.content) > 2_000_000
+
+
+@pytest.mark.parametrize(
+    ("status", "badge", "style"),
+    [("running", "running…", "is-inflight"), ("interrupted", "no result", "is-unanswered")],
+)
+def test_a_call_without_result_is_in_flight_only_while_its_turn_runs(
+    operator_client, status, badge, style
+):
+    make_session("s-call", turns=1, events_per_turn=1, statuses=[status])
+    turn = Turn.objects.get(session_id="s-call")
+    Event.objects.create(
+        session_id="s-call",
+        turn_id=turn.id,
+        role="assistant",
+        author="assistant",
+        tool_calls=[{"id": "call-9", "name": "Bash", "arguments": {"cmd": "sleep 60"}}],
+        created_at=turn.started_at,
+        updated_at=turn.started_at,
+    )
+    body = operator_client.get(
+        reverse("sessions:turn_events", args=["s-call", turn.id])
+    ).content.decode()
+    assert f'tool-call {style}"' in body and f">{badge}</span>" in body
+    other = {"running…", "no result"} - {badge}
+    assert f">{other.pop()}</span>" not in body

@@ -73,6 +73,8 @@ def test_two_pages_watch_a_turn_stream_and_stop(browser, admin_user, operator_us
         for page in (admin_page, watcher):
             page.wait_for_selector(LAST + "[data-status=interrupted]", timeout=20_000)
             assert page.locator(LAST + " .turn-head .badge.reason").inner_text() == "canceled"
+            # Nothing is left looking in flight once the turn has ended.
+            assert page.locator(LAST + " .tool-call.is-inflight").count() == 0
         watcher.screenshot(path=str(screenshot_dir / "live-stopped-watcher.png"), full_page=True)
         assert watcher.inner_text("#turn-count") == "3"
         stored = Event.objects.filter(turn_id=watcher.locator(LAST).get_attribute("data-turn-id"))

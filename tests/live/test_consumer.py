@@ -129,7 +129,7 @@ async def test_tool_result_carries_its_call_rendered_with_the_result(watched, op
         await live.run_turn(watched, "look", agent=agent)
         events = [m["event"] for m in await receive_until(comm, turn_ended) if m["kind"] == "event"]
         _user, call, result = events
-        assert call["pair"] is None and "no result" in call["html"]
+        assert call["pair"] is None and "running…" in call["html"]  # in flight
         assert result["pair"]["event_id"] == call["id"]
         assert "found it" in result["pair"]["html"] and "no result" not in result["pair"]["html"]
     finally:
