@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from agentops.agents.demo import make_slow_agent
 from sessions_app import live
-from sessions_app.models import Session
+from sessions_app.models import Session, Turn
 
 logger = logging.getLogger(__name__)
 
@@ -44,20 +44,68 @@ def ensure_demo_live_session(session_id: str = DEMO_LIVE_ID) -> None:
     )
 
 
+#: How long the demo stands aside after a person stopped its turn or ran a turn of their own.
+HOLD_OFF_SECONDS = 60.0
+
+
+def _latest_turn(session_id: str) -> tuple[str, str, Any] | None:
+    row = (
+        Turn.objects.filter(session_id=session_id)
+        .order_by("-started_at", "-id")
+        .values_list("id", "status", "finished_at")
+        .first()
+    )
+    return row
+
+
+async def _wait_for_people(session_id: str, ours: set[str], hold_off: float) -> None:
+    """Return once the session's latest turn is the demo's own, or a person's turn ended
+    at least `hold_off` seconds ago (a person's running turn is waited for)."""
+    while True:
+        latest = await sync_to_async(_latest_turn)(session_id)
+        if latest is None or latest[0] in ours:
+            return
+        _id, status, finished_at = latest
+        if status != Turn.Status.RUNNING and finished_at is not None:
+            waited = (timezone.now() - finished_at).total_seconds()
+            if waited >= hold_off:
+                return
+        await asyncio.sleep(min(1.0, hold_off) or 0.05)
+
+
 async def keep_demo_live(
-    session_id: str = DEMO_LIVE_ID, *, pause: float = 1.0, turns: int | None = None
+    session_id: str = DEMO_LIVE_ID,
+    *,
+    pause: float = 1.0,
+    turns: int | None = None,
+    hold_off: float = HOLD_OFF_SECONDS,
 ) -> None:
     """Run slow demo turns of `session_id` back to back, `pause` seconds apart (`turns`:
-    how many; None = until cancelled). A failed turn is logged and the loop goes on."""
+    how many; None = until cancelled). A failed turn is logged and the loop goes on.
+
+    People come first: after a person stops a demo turn the loop waits `hold_off` seconds
+    (time to send a message of their own), and it waits for a person's turn to end and
+    then `hold_off` seconds more before its next turn.
+    """
     await sync_to_async(ensure_demo_live_session)(session_id)
     store = await sync_to_async(live.get_todo_store)()
+    service = live.LiveSessionService()
+    ours: set[str] = set()
+    service.on_begin = lambda turn: ours.add(turn.id)
     done = 0
     while turns is None or done < turns:
+        await _wait_for_people(session_id, ours, hold_off)
         # Each turn is a task of its own: a stop request cancels that task (the turn ends
         # interrupted/canceled), not this loop, which starts the next turn after the pause.
         turn = asyncio.create_task(
-            live.run_turn(session_id, DEMO_LIVE_MESSAGE, agent=make_slow_agent(todo_store=store))
+            live.run_turn(
+                session_id,
+                DEMO_LIVE_MESSAGE,
+                agent=make_slow_agent(todo_store=store),
+                service=service,
+            )
         )
+        wait = pause
         try:
             await turn
         except asyncio.CancelledError:
@@ -65,11 +113,12 @@ async def keep_demo_live(
             if current is not None and current.cancelling():
                 turn.cancel()
                 raise  # the loop itself is being stopped (server shutdown)
-            logger.info("live demo turn of %s was stopped; starting the next one", session_id)
+            logger.info("live demo turn of %s was stopped; standing aside", session_id)
+            wait = max(pause, hold_off)
         except Exception:
             logger.warning("live demo turn of %s failed", session_id, exc_info=True)
         done += 1
-        await asyncio.sleep(pause)
+        await asyncio.sleep(wait)
 
 
 def start_with(application: Any) -> Any:

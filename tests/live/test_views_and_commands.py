@@ -138,7 +138,7 @@ async def test_stopping_a_live_demo_turn_keeps_the_demo_running(in_memory_layer)
         await live.request_stop("s-demo")
 
     await asyncio.gather(
-        live_demo.keep_demo_live("s-demo", pause=0, turns=2), stop_the_first_turn()
+        live_demo.keep_demo_live("s-demo", pause=0, turns=2, hold_off=0), stop_the_first_turn()
     )
     statuses = [
         (t.status, t.reason)
