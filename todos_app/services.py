@@ -28,7 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentops.runtime.errors import SessionNotFoundError
-from agentops.runtime.todos import TodoIndexError, TodoItem, TodoToolError, dump_todos
+from agentops.runtime.todos import TodoItem, TodoToolError, dump_todos
 from sessions_app.models import Session
 from todos_app.models import TodoChange, TodoList
 from todos_app.models import TodoItem as TodoItemRow
@@ -272,14 +272,31 @@ STATUSES = tuple(TodoItemRow.Status.values)
 
 
 def _check_index(index: int, items: Sequence[TodoItem]) -> None:
+    """Refuse an index a person sent that the list does not have (in words a person reads;
+    items are numbered from 1 on the page)."""
     if not 0 <= index < len(items):
-        raise TodoIndexError(index, len(items))
+        raise TodoToolError(
+            f"there is no item {index + 1}: the list has {len(items)} item"
+            f"{'' if len(items) == 1 else 's'} now (reload the page)"
+        )
 
 
-def _check_text(content: str) -> str:
+#: Longest item text a person may write (an agent's writes follow SPEC.md 7 only).
+MAX_ITEM_CHARS = 2_000
+
+
+def _check_text(content: str, field: str = "content", *, required: bool = True) -> str:
+    """`content` stripped; refused (TodoToolError) when empty (if `required`), longer than
+    MAX_ITEM_CHARS, or holding a NUL character (PostgreSQL text cannot store it)."""
     content = content.strip()
-    if not content:
-        raise TodoToolError("content must not be empty")
+    if required and not content:
+        raise TodoToolError(f"{field} must not be empty")
+    if len(content) > MAX_ITEM_CHARS:
+        raise TodoToolError(
+            f"{field} is {len(content):,} characters long; at most {MAX_ITEM_CHARS:,}"
+        )
+    if "\x00" in content:
+        raise TodoToolError(f"{field} must not contain a NUL character")
     return content
 
 
@@ -321,7 +338,9 @@ def add_item(
 ) -> int:
     """Append an item (content required; status one of `STATUSES`); action "add"."""
     item = TodoItem(
-        content=_check_text(content), status=_check_status(status), active_form=active_form.strip()
+        content=_check_text(content),
+        status=_check_status(status),
+        active_form=_check_text(active_form, "active form", required=False),
     )
     return _person_change(
         session_id,
@@ -342,7 +361,10 @@ def edit_item(
     expected_version: int | None,
 ) -> int:
     """Set item `index`'s content (required) and active form (may be empty); "edit"."""
-    update = {"content": _check_text(content), "active_form": active_form.strip()}
+    update = {
+        "content": _check_text(content),
+        "active_form": _check_text(active_form, "active form", required=False),
+    }
     return _update_item(session_id, index, update, user, "edit", expected_version)
 
 
