@@ -139,3 +139,17 @@ def test_bytes_that_are_not_utf8_do_not_refuse_the_file(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes().replace("caf\u00e9".encode(), b"caf\xff"))
     call_command("import_sessions", str(path), "--no-progress")
     assert Event.objects.get(session_id="bytes", role="user").text == "caf\ufffd"
+
+
+def test_nul_characters_are_stored_as_replacement_characters(tmp_path: Path) -> None:
+    """PostgreSQL text and jsonb cannot hold NUL: the import failed with a DataError."""
+    path = _claude(tmp_path / "s.jsonl", "nul-session", prompt="a\u0000b")
+    call = '{"type": "tool_use", "id": "c1", "name": "X", "input": {"k\\u0000": "v\\u0000"}}'
+    raw = path.read_text().replace('[{"type": "text", "text": "hi"}]', f"[{call}]")
+    path.write_text(raw)
+    call_command("import_sessions", str(path), "--no-progress")
+    user = Event.objects.get(session_id="nul-session", role="user")
+    assert user.text == "a\ufffdb"
+    call = Event.objects.get(session_id="nul-session", role="assistant")
+    assert call.tool_calls[0]["arguments"] == {"k\ufffd": "v\ufffd"}
+    assert "\u0000" not in json.dumps(call.raw, ensure_ascii=False)

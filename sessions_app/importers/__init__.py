@@ -9,6 +9,7 @@ returns the normalised form of `base.py`; `writer.write_parsed_session` stores i
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import json
@@ -120,6 +121,27 @@ def session_id_problem(session_id: str) -> str | None:
     return None
 
 
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        replace_nul(value)
+    return value
+
+
+def replace_nul(record: Any) -> None:
+    """Replace, in place, every NUL character in the strings of a parsed record (a
+    `ParsedSession` and everything in it: texts, ids, JSON values and their keys) with
+    U+FFFD. PostgreSQL text and jsonb cannot store NUL (SQLite could, but both databases
+    must hold the same)."""
+    for item in dataclasses.fields(record):
+        setattr(record, item.name, _without_nul(getattr(record, item.name)))
+
+
 def _first_lines(text: str, count: int) -> Iterator[str]:
     """The first `count` lines of `text` (split at "\\n", as JSON Lines are), without
     splitting the rest of a large file."""
@@ -224,6 +246,10 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
             redact_parse_result(result, text)
     except RecursionError:
         raise ImportRefusedError(path, "JSON nested too deeply to read") from None
+    # NUL may come as a raw byte or as the JSON escape; no other text can hold one.
+    if "\x00" in text or "\\u0000" in text:
+        for parsed in result.sessions:
+            replace_nul(parsed)
     for parsed in result.sessions:
         problem = session_id_problem(parsed.id)
         if problem is not None:
