@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +276,16 @@ def test_a_bad_file_among_several_stops_the_run_before_anything_is_imported(
         assert refused.value.returncode == 2 and message in str(refused.value)
         assert "\n" not in str(refused.value)
     assert not Session.objects.exists()
+
+
+def test_sources_without_timestamps_take_times_from_the_file(corpus: Path, tmp_path: Path) -> None:
+    """A first user saw "Created 2000-01-01" and "26 years ago" on chat imports."""
+    source = corpus / "openai-chat-swe-agent/swe-agent__6e44b9__sweagenttestrepo-1c2844.traj.json"
+    copy = tmp_path / source.name
+    copy.write_bytes(source.read_bytes())
+    written = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+    os.utime(copy, (written.timestamp(), written.timestamp()))
+    session = Session.objects.get(pk=import_file(copy).session_ids[0])
+    assert session.created_at == written
+    first = Event.objects.filter(session_id=session.id).order_by("id").first()
+    assert first is not None and first.created_at == written

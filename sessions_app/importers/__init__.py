@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from sessions_app.importers.base import (
     ParsedTodo,
     ParsedTurn,
     ParseResult,
+    synthetic_times_from,
 )
 from sessions_app.importers.claude_code import parse_claude_code
 from sessions_app.importers.codex_cli import parse_codex_cli
@@ -228,14 +230,16 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
     Raises `UnknownFormatError` when the format cannot be detected or the content does
     not fit the forced format, `ImportRefusedError` for JSON nested deeper than Python
     can read or a session id that `session_id_problem` refuses, and OSError when the file
-    cannot be read. Bytes that are not UTF-8 are read as U+FFFD.
+    cannot be read. Bytes that are not UTF-8 are read as U+FFFD. Sources without
+    timestamps get times from the file's modification time (`base.synthetic_time`).
     """
     text = path.read_text(encoding="utf-8", errors="replace")
+    written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
     try:
         fmt = detect_format(path, text) if source_format == "auto" else source_format
         if fmt is None:
             raise UnknownFormatError(path, "unknown format (not a supported transcript)")
-        with gc_paused():
+        with gc_paused(), synthetic_times_from(written):
             if fmt == F.CLAUDE_CODE:
                 result = parse_claude_code(path, text)
             elif fmt == F.CODEX_CLI:

@@ -16,8 +16,9 @@ one `ParsedSession`. The turn rules (SPEC.md 2, and the importer brief) live her
   source wrote it: the runtime fails closed on it, SPEC.md 4-5).
 
 All datetimes are timezone-aware UTC. Sources without timestamps use
-`synthetic_time(index)`: a fixed base time (2000-01-01T00:00:00Z) plus `index` seconds, so
-re-importing the same file gives the same times.
+`synthetic_time(index)`: a base time plus `index` seconds. The base is the source file's
+modification time (`synthetic_times_from`, set by `parse_file`: when the file was last
+written is the best evidence of when its session ran); outside that, 2000-01-01T00:00:00Z.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,13 +35,28 @@ from typing import Any
 from sessions_app.models import Session
 
 SYNTHETIC_BASE = datetime(2000, 1, 1, tzinfo=UTC)
+_synthetic_base: ContextVar[datetime] = ContextVar("synthetic_base", default=SYNTHETIC_BASE)
 
 _FAILURE_CODE_RE = re.compile(r"[^a-z0-9_.-]+")
 
 
 def synthetic_time(index: int) -> datetime:
-    """A deterministic UTC time for sources without timestamps: 2000-01-01Z + index s."""
-    return SYNTHETIC_BASE + timedelta(seconds=index)
+    """A UTC time for sources without timestamps: the current base (`synthetic_times_from`;
+    default 2000-01-01Z) plus `index` seconds."""
+    return _synthetic_base.get() + timedelta(seconds=index)
+
+
+@contextmanager
+def synthetic_times_from(base: datetime) -> Iterator[None]:
+    """Within the block, `synthetic_time(0)` is `base` (aware; converted to UTC, whole
+    seconds). Raises ValueError for a naive `base`."""
+    if base.tzinfo is None:
+        raise ValueError("synthetic_times_from needs an aware datetime")
+    token = _synthetic_base.set(base.astimezone(UTC).replace(microsecond=0))
+    try:
+        yield
+    finally:
+        _synthetic_base.reset(token)
 
 
 def parse_iso(value: Any) -> datetime | None:

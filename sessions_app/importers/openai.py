@@ -14,7 +14,8 @@ calls awaiting human approval: they go to `Event.pending_call_ids` (pending, nev
 as broken). Only conversation items are kept in `raw`; the rest of the state (context,
 sandbox configuration with possible credentials) is never stored.
 
-Neither shape has timestamps: event `i` gets `synthetic_time(i)` (base.py). Session ids
+Neither shape has timestamps: event `i` gets `synthetic_time(i)` (base.py: the file's
+modification time plus `i` seconds). Session ids
 are derived from the file name (`openai-chat:<name>`, `openai-agents:<name>`), so a new
 version of the same file replaces the old import.
 """
