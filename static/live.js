@@ -81,6 +81,9 @@
         });
       }
     } else {
+      // A stop note is about an earlier turn.
+      var noteEl = document.getElementById("composer-note");
+      if (noteEl && /^Stop requested/.test(noteEl.textContent)) noteEl.textContent = "";
       // A turn begun after the page was rendered is one more in the header's count.
       if (!seenTurns[turn.id] && Date.parse(turn.started_at) > renderedAt) {
         seenTurns[turn.id] = true;
