@@ -164,9 +164,16 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                # redis-py's default 5 s socket timeout equals channels-redis' 5 s BZPOPMIN
-                # wait, so an idle receive() would fail with TimeoutError: give it room.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                # No client-side socket timeout, as redis-py had before 8.0 (channels_redis
+                # #422): receive() blocks in BZPOPMIN for up to 5 s server-side anyway, and
+                # with any socket_timeout set redis-py sends each command through
+                # asyncio.wait_for, which on Python 3.11 swallows a cancellation that lands
+                # just as the send completes (CPython gh-86296, fixed in 3.12). A consumer's
+                # receive() then ignores its cancel and keeps popping: disconnects hang
+                # (channels awaits the cancelled receive) and so does a run's stop-request
+                # listener. Connecting keeps redis-py's 5 s limit; its default TCP keepalive
+                # (probes after 30 s idle) notices a peer that vanished.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": None}],
                 # Room for bursts of streamed fragments per watcher before messages drop.
                 "capacity": 1000,
                 # Key prefix: deployments (or test runs) sharing one Redis stay apart.
