@@ -40,18 +40,3 @@ async def _fresh_channel_layer():
     if close is not None:
         await close()
     channel_layers.backends.clear()
-
-
-@pytest.fixture
-def in_memory_layer(settings):
-    """Use the in-memory channel layer for one in-process test, even under REDIS_URL.
-
-    For tests of one process's behaviour (views, cancelling a local run): in-process runs
-    on the Redis layer stall now and then in this test set-up (a pooled connection closed
-    between event loops); the Redis path across processes is covered end to end by
-    test_two_servers.py with real daphne processes.
-    """
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    channel_layers.backends.clear()
-    yield
-    channel_layers.backends.clear()

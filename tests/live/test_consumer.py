@@ -21,7 +21,7 @@ from tests.live.helpers import (
     turn_ended,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("in_memory_layer")]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
@@ -170,9 +170,7 @@ async def test_unknown_session_is_refused_4404(operator_cookie):
     await comm.disconnect()
 
 
-async def test_stop_cancels_a_hanging_turn_as_interrupted_canceled(
-    in_memory_layer, watched, operator_cookie
-):
+async def test_stop_cancels_a_hanging_turn_as_interrupted_canceled(watched, operator_cookie):
     comm = await _connect(communicator(watched, operator_cookie))
     try:
         from agentops.agents.demo import DemoAgent

@@ -56,7 +56,7 @@ class _Client(AsyncClient):
             return await super().request(**request)
 
 
-async def test_admin_starts_a_turn_that_runs_in_the_background(in_memory_layer, admin_user):
+async def test_admin_starts_a_turn_that_runs_in_the_background(admin_user):
     await sync_to_async(make_session)("s-run")
     client = _Client()
     await sync_to_async(client.force_login)(admin_user)
@@ -87,7 +87,7 @@ async def test_admin_starts_a_turn_that_runs_in_the_background(in_memory_layer, 
     assert (latest.status, latest.reason) == ("interrupted", "canceled")
 
 
-def test_run_turn_command_prints_events_and_final_status(in_memory_layer):
+def test_run_turn_command_prints_events_and_final_status():
     make_session("s-cmd")
     out = StringIO()
     call_command("run_turn", "s-cmd", "plan my day", stdout=out)
@@ -104,7 +104,7 @@ def test_run_turn_command_prints_events_and_final_status(in_memory_layer):
     assert missing.value.returncode == 2
 
 
-async def test_live_turn_uses_recorded_tool_outcomes(in_memory_layer, admin_user):
+async def test_live_turn_uses_recorded_tool_outcomes(admin_user):
     """A completed turn with an unanswered call blocks the session until an outcome is
     recorded; then a turn started from the page (the live runner) goes ahead."""
     from sessions_app.models import Session, ToolOutcome
@@ -128,7 +128,7 @@ async def test_live_turn_uses_recorded_tool_outcomes(in_memory_layer, admin_user
     assert await ToolOutcome.objects.acount() == 1
 
 
-async def test_stopping_a_live_demo_turn_keeps_the_demo_running(in_memory_layer):
+async def test_stopping_a_live_demo_turn_keeps_the_demo_running():
     from sessions_app import live_demo
 
     async def stop_the_first_turn() -> None:
