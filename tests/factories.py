@@ -63,3 +63,16 @@ def make_session(
             TodoItem(todo_list=todo_list, position=i, **item) for i, item in enumerate(todos)
         )
     return session
+
+
+def add_unanswered_call(turn: Turn, call_id: str = "call-1", name: str = "Read") -> Event:
+    """An assistant event in `turn` calling tool `name` (no result stored), at its start."""
+    return Event.objects.create(
+        session_id=turn.session_id,
+        turn_id=turn.id,
+        role="assistant",
+        author="assistant",
+        tool_calls=[{"id": call_id, "name": name, "arguments": {}}],
+        created_at=turn.started_at,
+        updated_at=turn.started_at,
+    )

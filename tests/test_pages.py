@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import Event, Turn
-from tests.factories import make_session
+from tests.factories import add_unanswered_call, make_session
 
 pytestmark = pytest.mark.django_db
 
@@ -187,15 +187,7 @@ def test_a_call_without_result_is_in_flight_only_while_its_turn_runs(
 ):
     make_session("s-call", turns=1, events_per_turn=1, statuses=[status])
     turn = Turn.objects.get(session_id="s-call")
-    Event.objects.create(
-        session_id="s-call",
-        turn_id=turn.id,
-        role="assistant",
-        author="assistant",
-        tool_calls=[{"id": "call-9", "name": "Bash", "arguments": {"cmd": "sleep 60"}}],
-        created_at=turn.started_at,
-        updated_at=turn.started_at,
-    )
+    add_unanswered_call(turn, "call-9", "Bash")
     body = operator_client.get(
         reverse("sessions:turn_events", args=["s-call", turn.id])
     ).content.decode()

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from sessions_app import live
 from sessions_app.models import Event, Session, Turn
-from tests.factories import make_session
+from tests.factories import add_unanswered_call, make_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,15 +70,7 @@ async def test_a_stuck_turn_whose_run_lock_is_held_is_not_abandoned() -> None:
 def test_abandoning_refreshes_the_resume_status(admin_client):
     make_session("s-open", turns=1, statuses=["running"])
     turn = Turn.objects.get(session_id="s-open")
-    Event.objects.create(
-        session_id="s-open",
-        turn_id=turn.id,
-        role="assistant",
-        author="assistant",
-        tool_calls=[{"id": "call-1", "name": "Read", "arguments": {}}],
-        created_at=turn.started_at,
-        updated_at=turn.started_at,
-    )
+    add_unanswered_call(turn)
     _stop(admin_client, "s-open")
     session = Session.objects.get(pk="s-open")
     # The unanswered call is an open issue; the abandoned turn is cut before it, so the
