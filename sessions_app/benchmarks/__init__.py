@@ -45,25 +45,33 @@ def load_all() -> dict[str, Benchmark]:
     return REGISTRY
 
 
-def run_django_child(script: str, args: list[str], database: Path) -> dict[str, Any]:
-    """Run `script` (Python source) in a subprocess whose Django uses the SQLite file
-    `database`, never the dev database; return the JSON object it printed last.
+def run_json_process(argv: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
+    """Run `argv` in the project directory with environment `env`; return the JSON object
+    it printed on its last line of output.
 
-    Raises RuntimeError with the end of its stderr when the subprocess fails.
+    Raises RuntimeError naming `what`, with the end of its stderr, when it fails.
     """
     from django.conf import settings
 
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
-    env.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
     proc = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+        argv, cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, check=False
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"benchmark subprocess failed: {proc.stderr.strip()[-2000:]}")
+        raise RuntimeError(f"{what} failed: {proc.stderr.strip()[-2000:]}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
+
+
+def run_django_child(
+    script: str, args: list[str], database: Path, env_extra: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run `script` (Python source) in a subprocess whose Django uses the SQLite file
+    `database`, never the dev database (`env_extra` adds to or overrides its environment);
+    return the JSON object it printed last.
+
+    Raises RuntimeError with the end of its stderr when the subprocess fails.
+    """
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
+    env.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
+    env.update(env_extra or {})
+    return run_json_process([sys.executable, "-c", script, *args], env, "benchmark subprocess")

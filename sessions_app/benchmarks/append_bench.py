@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 
 from agentops.runtime.bench import synthetic_history
-from sessions_app.benchmarks import Figures, register
+from sessions_app.benchmarks import Figures, register, run_json_process
 
 #: The peer, pinned: google-adk 2.13 runs offline (TESTING-NOTES.md).
 PEER_REQUIREMENTS = ("google-adk==2.13.0", "sqlalchemy[asyncio]", "aiosqlite")
@@ -149,21 +149,13 @@ def write_events(path: Path, events: int) -> int:
     return len(rows)
 
 
-def _run_json(argv: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        argv, cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"bench append ({what}) failed: {proc.stderr.strip()[-2000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
-
-
 def _ours(database_url: str, source: Path, warmup: int) -> dict[str, Any]:
     env = {**os.environ, "DATABASE_URL": database_url}
     env.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
-    return _run_json(
-        [sys.executable, "-c", _OURS, str(source), str(warmup)], env, f"ours on {database_url}"
+    return run_json_process(
+        [sys.executable, "-c", _OURS, str(source), str(warmup)],
+        env,
+        f"bench append (ours on {database_url})",
     )
 
 
@@ -220,7 +212,7 @@ def peer_python(venv_dir: Path | None = None) -> Path:
 def _peer(python: Path, db: Path, source: Path, warmup: int, wal: bool) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
     argv = [str(python), "-c", _PEER, str(db), str(source), str(warmup), "1" if wal else "0"]
-    return _run_json(argv, env, "peer" + (" (WAL)" if wal else ""))
+    return run_json_process(argv, env, "bench append (peer" + (" WAL)" if wal else ")"))
 
 
 def _rate(result: dict[str, Any]) -> int:

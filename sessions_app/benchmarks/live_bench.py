@@ -22,15 +22,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
-from sessions_app.benchmarks import Figures, register
+from sessions_app.benchmarks import Figures, register, run_django_child
 
 _CHILD = r"""
 import asyncio, json, statistics, sys, time
@@ -136,26 +132,12 @@ asyncio.run(main())
 
 def _run_child(env_extra: dict[str, str], options: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="agentops-bench-live-") as tmp:
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "agentops.settings",
-            "DATABASE_URL": f"sqlite:///{Path(tmp) / 'bench.sqlite3'}",
-            "AGENTOPS_LIVE_DEMO": "false",
-            "LOG_LEVEL": "WARNING",
-            **env_extra,
-        }
-        result = subprocess.run(
-            [sys.executable, "-c", _CHILD, json.dumps(options)],
-            cwd=settings.BASE_DIR,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
+        return run_django_child(
+            _CHILD,
+            [json.dumps(options)],
+            Path(tmp) / "bench.sqlite3",
+            {"AGENTOPS_LIVE_DEMO": "false", "LOG_LEVEL": "WARNING", **env_extra},
         )
-        if result.returncode != 0:
-            raise RuntimeError(f"bench live child failed:\n{result.stderr[-3000:]}")
-        data: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-        return data
 
 
 @register("live")
