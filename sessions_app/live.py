@@ -40,7 +40,6 @@ import contextvars
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from importlib import import_module
 from types import SimpleNamespace
 from typing import Any, cast
@@ -373,11 +372,10 @@ def active_turn_id(session_id: str) -> str:
 
     A stuck turn does not count: the next run abandons it under the run lock (SPEC.md 3).
     """
-    recent = timezone.now() - timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
     turn = (
         models.Turn.objects.filter(session_id=session_id, status=models.Turn.Status.RUNNING)  # type: ignore[misc]
         .with_last_event_at()
-        .filter(last_event_at__gte=recent)
+        .filter(last_event_at__gte=models.stuck_before())
         .order_by("-started_at")
         .values_list("id", flat=True)
         .first()
@@ -388,11 +386,10 @@ def active_turn_id(session_id: str) -> str:
 def stuck_turn_ids(session_id: str, turn_id: str = "") -> list[str]:
     """Ids of the session's running turns (only `turn_id` when given) that are stuck: no
     event stored, nor begun, within AGENTOPS_STUCK_AFTER_SECONDS (as on /turns/). One query."""
-    recent = timezone.now() - timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
     turns = models.Turn.objects.filter(session_id=session_id, status=models.Turn.Status.RUNNING)
     if turn_id:
         turns = turns.filter(pk=turn_id)
-    stuck = turns.with_last_event_at().filter(last_event_at__lt=recent)  # type: ignore[misc]
+    stuck = turns.with_last_event_at().filter(last_event_at__lt=models.stuck_before())  # type: ignore[misc]
     return list(stuck.values_list("id", flat=True))
 
 
@@ -422,13 +419,12 @@ async def abandon_stuck_turns(session_id: str, turn_id: str = "") -> list[str]:
     lock = service.run_lock(
         session.app_name, session.user_id, session_id, wait=ABANDON_LOCK_WAIT_SECONDS
     )
-    try:
-        async with lock:
-            turns = await service.interrupt_running_turns(
-                session_id, TurnReason.ABANDONED, only=stuck
-            )
-    except TimeoutError:
-        return []
+    async with contextlib.AsyncExitStack() as held:
+        try:
+            await held.enter_async_context(lock)
+        except TimeoutError:  # a live run holds the lock: not ours to abandon
+            return []
+        turns = await service.interrupt_running_turns(session_id, TurnReason.ABANDONED, only=stuck)
     return [turn.id for turn in turns]
 
 

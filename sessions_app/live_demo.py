@@ -49,13 +49,12 @@ HOLD_OFF_SECONDS = 60.0
 
 
 def _latest_turn(session_id: str) -> tuple[str, str, Any] | None:
-    row = (
+    return (
         Turn.objects.filter(session_id=session_id)
         .order_by("-started_at", "-id")
         .values_list("id", "status", "finished_at")
         .first()
     )
-    return row
 
 
 async def _wait_for_people(session_id: str, ours: set[str], hold_off: float) -> None:

@@ -7,12 +7,14 @@ Partial (streaming) events are never stored, so there is no `partial` column.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 
 class SessionQuerySet(models.QuerySet["Session"]):
@@ -117,6 +119,12 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.id
+
+
+def stuck_before(now: datetime | None = None) -> datetime:
+    """The instant (aware UTC) before which a running turn's last activity makes it stuck:
+    `now` (default: the current time) minus settings.AGENTOPS_STUCK_AFTER_SECONDS."""
+    return (now or timezone.now()) - timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
 
 
 def format_duration(seconds: float) -> str:

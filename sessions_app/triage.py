@@ -38,7 +38,7 @@ from django_htmx.http import push_url
 from django_htmx.middleware import HtmxDetails
 
 from sessions_app.access import require_viewer
-from sessions_app.models import Turn, TurnQuerySet
+from sessions_app.models import Turn, TurnQuerySet, stuck_before
 
 PER_PAGE = 50
 """Rows per page of the queue."""
@@ -368,9 +368,8 @@ def turn_queue(request: HtmxHttpRequest) -> HttpResponse:
     """
     require_viewer(request)
     now = timezone.now()
-    stuck_before = now - timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
     filters = Filters.from_query(request.GET)
-    queue = Turn.objects.triage_queue(stuck_before)
+    queue = Turn.objects.triage_queue(stuck_before(now))
     filtered = queue.filter(**filters.lookups())
 
     facets = build_facets(facet_combinations(queue), filters)
