@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 
@@ -42,7 +42,12 @@ from sessions_app.importers.openai import (
     parse_openai_agents,
     parse_openai_chat,
 )
-from sessions_app.importers.writer import delete_sessions, write_parsed_session
+from sessions_app.importers.writer import (
+    delete_sessions,
+    stored_path,
+    stored_source_path,
+    write_parsed_session,
+)
 from sessions_app.models import ImportedFile, Session
 from sessions_app.redaction import redact_parse_result
 
@@ -106,7 +111,7 @@ class ImportRefusedError(ValueError):
 # Session ids become one URL path segment (/sessions/<id>/): no "/", no control
 # characters, not "." or "..", at most 255 characters (the column).
 _BAD_ID_CHARACTER = re.compile(r"[/\x00-\x1f\x7f]")
-MAX_ID_LENGTH = 255
+MAX_ID_LENGTH = cast(int, Session._meta.get_field("id").max_length)
 
 
 def session_id_problem(session_id: str) -> str | None:
@@ -371,11 +376,9 @@ def _import_file(path: Path, source_format: str, strict: bool, replace: bool) ->
         report.status = "refused"
         return report
     with transaction.atomic():
-        sources = {
-            s.id: s.source_path if s.source_path is not None else str(path) for s in result.sessions
-        }
-        existing = Session.objects.filter(id__in=ids).values_list(
-            "id", "source_format", "source_path"
+        sources = {s.id: stored_source_path(s, str(path)) for s in result.sessions}
+        existing = list(
+            Session.objects.filter(id__in=ids).values_list("id", "source_format", "source_path")
         )
         for session_id, old_format, old_path in existing:
             same_file = old_path == sources[session_id] and old_format not in (
@@ -403,7 +406,7 @@ def _import_file(path: Path, source_format: str, strict: bool, replace: bool) ->
         ]
         dropped = {sid for f in stale if f.path == str(path) for sid in f.session_ids} - set(ids)
         dropped_here = list(
-            Session.objects.filter(id__in=dropped, source_path=str(path)).values_list(
+            Session.objects.filter(id__in=dropped, source_path=stored_path(str(path))).values_list(
                 "id", flat=True
             )
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from django.conf import settings
@@ -113,7 +113,8 @@ def insert_rows(
         if not (f.primary_key and isinstance(f, models.AutoField | models.BigAutoField))
     }
     fields = [by_name[name] for name in columns]
-    rest = [f for name, f in by_name.items() if name not in set(columns)]
+    named = set(columns)
+    rest = [f for name, f in by_name.items() if name not in named]
     rest_values = [f.get_default() for f in rest]
     last_datetime: list[Any] = [object(), None]
     converters = [
@@ -192,6 +193,17 @@ _EVENT_COLUMNS = (
 )
 
 
+def stored_path(path: str) -> str:
+    """`path` as the `Session.source_path` column holds it (cut to the column's length)."""
+    return path[: cast(int, Session._meta.get_field("source_path").max_length)]
+
+
+def stored_source_path(parsed: ParsedSession, file_path: str) -> str:
+    """The source path `write_parsed_session` stores for `parsed` read from `file_path`:
+    the path an agentops export carries (`parsed.source_path`), else the file's."""
+    return stored_path(parsed.source_path if parsed.source_path is not None else file_path)
+
+
 def parsed_resume_status(parsed: ParsedSession) -> tuple[int, bool]:
     """(open tool-protocol issue count, cannot_resume) of a parsed session, computed in
     memory with `sessions_app.service.resume_status` (SPEC.md 4-5), before it is written.
@@ -231,7 +243,10 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
     it: `parsed_resume_status`, or `refresh_resume_status` once recorded tool outcomes
     (an agentops export) are written.
     """
-    issue_count, cannot_resume = parsed_resume_status(parsed)
+    # Recorded outcomes change the status: those sessions are refreshed once written.
+    issue_count, cannot_resume = (
+        (0, False) if parsed.tool_outcomes else parsed_resume_status(parsed)
+    )
     with transaction.atomic():
         session = Session.objects.create(
             id=parsed.id,
@@ -240,9 +255,7 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
             title=parsed.title,
             state={k: v for k, v in parsed.state.items() if k != "todos"},
             source_format=parsed.source_format,
-            source_path=(parsed.source_path if parsed.source_path is not None else source_path)[
-                :1000
-            ],
+            source_path=stored_source_path(parsed, source_path),
             created_at=parsed.created_at,
             updated_at=parsed.updated_at,
             protocol_issue_count=issue_count,
