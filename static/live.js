@@ -143,13 +143,12 @@
   }
 
   function onEvent(event) {
-    if (event.id > lastId) {
-      var counted = event.turn_id ? article(event.turn_id) : null;
-      if (counted) bumpCount(counted.querySelector(":scope > .turn-head .event-count"), "event");
+    var art = event.turn_id ? article(event.turn_id) : null;
+    if (art && event.id > lastId) {
+      bumpCount(art.querySelector(":scope > .turn-head .event-count"), "event");
     }
     lastId = Math.max(lastId, event.id);
     if (event.turn_id) lastByTurn[event.turn_id] = Math.max(lastByTurn[event.turn_id] || 0, event.id);
-    var art = event.turn_id ? article(event.turn_id) : null;
     if (art) {
       var stream = art.querySelector(".streaming");
       if (stream) stream.remove();
