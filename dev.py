@@ -71,7 +71,8 @@ def serve() -> None:
         "manage.py",
         "shell",
         "-c",
-        "from sessions_app.live_demo import ensure_demo_live_session; ensure_demo_live_session()",
+        "from sessions_app.live.demo_live import ensure_demo_live_session\n"
+        "ensure_demo_live_session()",
     )
     os.execv(
         str(PY),

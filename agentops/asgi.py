@@ -1,9 +1,9 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
-Websockets (``ws/sessions/<id>/``, `sessions_app.consumers`) pass the origin check
+Websockets (``ws/sessions/<id>/``, `sessions_app.live.consumer`) pass the origin check
 against ALLOWED_HOSTS and Django's session authentication. With
 ``AGENTOPS_LIVE_DEMO=true`` (set by ``python3 dev.py serve``) the server process also keeps
-the demo session ``demo-live`` running a slowly streaming turn (`sessions_app.live_demo`),
+the demo session ``demo-live`` running a slowly streaming turn (`sessions_app.live.demo_live`),
 started on the first connection, so the dashboard always shows a live turn.
 """
 
@@ -22,7 +22,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+from sessions_app.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -34,6 +34,6 @@ application = ProtocolTypeRouter(
 )
 
 if settings.AGENTOPS_LIVE_DEMO:
-    from sessions_app.live_demo import start_with
+    from sessions_app.live.demo_live import start_with
 
     application = start_with(application)  # type: ignore[assignment]

@@ -93,7 +93,7 @@ class Session(models.Model):
     source_path = models.CharField(max_length=1000, blank=True, default="")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
-    # Derived from the stored events and turns by `sessions_app.service.refresh_resume_status`
+    # Derived from the stored events and turns by `sessions_app.store.refresh_resume_status`
     # (after every import, finalised turn and recorded tool outcome), so the list can show
     # and filter them without loading every session's events.
     protocol_issue_count = models.PositiveIntegerField(default=0)

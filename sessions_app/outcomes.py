@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from agentops.runtime.protocol import inspect_tool_protocol
 from sessions_app.models import Session, ToolOutcome
-from sessions_app.service import load_facts, refresh_resume_status
+from sessions_app.store import load_facts, refresh_resume_status
 
 
 class OutcomeRejectedError(ValueError):

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app import export_views, live_views, views
+from sessions_app import pages as views
+from sessions_app.export import views as export_views
+from sessions_app.live import views as live_views
 
 app_name = "sessions"
 

@@ -45,7 +45,7 @@ from agentops.runtime import (  # noqa: E402  (Django must be set up first)
     TurnOutcome,
     TurnReason,
 )
-from sessions_app.service import DjangoSessionService  # noqa: E402
+from sessions_app.store import DjangoSessionService  # noqa: E402
 
 #: The store writes of one turn, in the order the runner makes them.
 WRITES = ("interrupt_running_turns", "begin_turn", "append_event", "finalize_turn")

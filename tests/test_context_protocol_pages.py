@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from sessions_app.models import Event, Session, Turn
-from sessions_app.service import refresh_resume_status
+from sessions_app.store import refresh_resume_status
 from tests.factories import BASE, make_session
 
 pytestmark = pytest.mark.django_db

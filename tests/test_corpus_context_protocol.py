@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from sessions_app.importers import import_file
+from sessions_app.ingest import import_file
 from sessions_app.models import Session
 
 pytestmark = pytest.mark.django_db

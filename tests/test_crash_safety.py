@@ -45,7 +45,7 @@ from agentops.runtime import (
 from agentops.runtime.ids import new_id
 from agentops.runtime.model import utc_now
 from sessions_app import models
-from sessions_app.service import DjangoSessionService, advisory_lock_key, event_from_values
+from sessions_app.store import DjangoSessionService, advisory_lock_key, event_from_values
 from tests.runtime.helpers import ScriptedAgent, assistant, drain
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -85,7 +85,7 @@ async def _advisory_lock_released(session: models.Session, timeout: float = 10.0
     """True once another connection can take the run's advisory lock (PostgreSQL)."""
     import psycopg
 
-    from sessions_app.service import _postgres_conninfo
+    from sessions_app.store import _postgres_conninfo
 
     key = advisory_lock_key(session.app_name, session.user_id, session.id)
     conninfo = await asyncio.to_thread(_postgres_conninfo)

@@ -15,9 +15,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app.export import build_export
-from sessions_app.importers import import_file
+from sessions_app.ingest import import_file
 from sessions_app.models import Event, Session, ToolOutcome, Turn
-from sessions_app.service import refresh_resume_status
+from sessions_app.store import refresh_resume_status
 from todos_app.models import TodoChange, TodoList
 
 pytestmark = pytest.mark.django_db

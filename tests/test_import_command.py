@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from sessions_app.importers import import_file
+from sessions_app.ingest import import_file
 from sessions_app.models import Event, ImportedFile, Session, Turn
 from todos_app.models import TodoItem
 

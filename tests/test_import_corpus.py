@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from sessions_app.importers import import_file
+from sessions_app.ingest import import_file
 from sessions_app.models import Event, Session, Turn
 from todos_app.models import TodoList
 

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from sessions_app.importers import ImportRefusedError, import_file, session_id_problem
+from sessions_app.ingest import ImportRefusedError, import_file, session_id_problem
 from sessions_app.models import Event, Session
 from tests.factories import make_session
 

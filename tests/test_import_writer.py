@@ -18,10 +18,10 @@ import pytest
 from django.db import connection, transaction
 
 from sessions_app.demo import load_demo
-from sessions_app.importers import import_file
-from sessions_app.importers.writer import _EVENT_COLUMNS, insert_rows
+from sessions_app.ingest import import_file
+from sessions_app.ingest.writer import _EVENT_COLUMNS, insert_rows
 from sessions_app.models import Event, Session
-from sessions_app.service import refresh_resume_status
+from sessions_app.store import refresh_resume_status
 from tests.factories import make_session
 
 pytestmark = pytest.mark.django_db

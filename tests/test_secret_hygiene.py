@@ -14,9 +14,9 @@ import pytest
 from django.core.management import call_command
 
 from agentops.runtime import Runner
-from sessions_app.importers import import_file
-from sessions_app.redaction import redact_text, redact_value
-from sessions_app.service import DjangoSessionService
+from sessions_app.ingest import import_file
+from sessions_app.ingest.redaction import redact_text, redact_value
+from sessions_app.store import DjangoSessionService
 from tests.runtime.helpers import ScriptedAgent, drain
 
 SECURITY_FIXTURE = "openai-agents-sdk/run_state__security__v1_13_legacy_mount_credentials.json"

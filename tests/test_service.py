@@ -12,7 +12,7 @@ from agentops.runtime import errors
 from agentops.runtime.model import Content, Event
 from agentops.runtime.session import Turn, TurnFailure, TurnOutcome, TurnReason, TurnStatus
 from sessions_app import models
-from sessions_app.service import DjangoSessionService
+from sessions_app.store import DjangoSessionService
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -144,7 +144,7 @@ async def test_run_lock_serialises_one_session_and_a_cancelled_waiter_leaves():
 async def test_advisory_lock_released_when_holder_connection_dies():
     import psycopg
 
-    from sessions_app.service import _postgres_conninfo, advisory_lock_key
+    from sessions_app.store import _postgres_conninfo, advisory_lock_key
 
     key = advisory_lock_key("app", "u", "s1")
     holder = await psycopg.AsyncConnection.connect(_postgres_conninfo(), autocommit=True)

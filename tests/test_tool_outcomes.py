@@ -18,7 +18,7 @@ from agentops.runtime.model import Content, Event
 from sessions_app import models
 from sessions_app.models import ToolOutcome
 from sessions_app.projector import ProductProjector
-from sessions_app.service import DjangoSessionService, refresh_resume_status
+from sessions_app.store import DjangoSessionService, refresh_resume_status
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ service's `todos` state deltas, the dashboard views and Django admin:
   `expected_version`; a mismatch raises `TodoConflictError` with the current list, and
   nothing is written.
 - After commit, watchers of the session get ``{"type": "todos.changed", "session_id",
-  "version"}`` through `sessions_app.groups.broadcast`.
+  "version"}`` through `sessions_app.live.groups.broadcast`.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def _write_rows(todo_list: TodoList, old: Sequence[TodoItem], new: Sequence[Todo
 
 def _broadcast_changed(session_id: str, version: int) -> None:
     """Tell the session's watchers the list is now `version` (failures only logged)."""
-    from sessions_app.groups import broadcast
+    from sessions_app.live.groups import broadcast
 
     message = {"type": TODOS_CHANGED, "session_id": session_id, "version": version}
     try:

@@ -47,7 +47,7 @@ import django
 django.setup()
 from django.core.management import call_command
 from agentops.runtime.model import Event
-from sessions_app.service import DjangoSessionService
+from sessions_app.store import DjangoSessionService
 
 call_command("migrate", verbosity=0)
 rows = json.load(open(sys.argv[1]))

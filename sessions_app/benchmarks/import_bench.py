@@ -33,8 +33,8 @@ import json, sys, time
 import django
 django.setup()
 from django.core.management import call_command
-from sessions_app.importers import gc_paused, import_file, parse_file
-from sessions_app.importers.writer import parsed_resume_status
+from sessions_app.ingest import gc_paused, import_file, parse_file
+from sessions_app.ingest.writer import parsed_resume_status
 from pathlib import Path
 call_command("migrate", verbosity=0)
 path = Path(sys.argv[1])

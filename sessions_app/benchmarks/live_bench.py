@@ -37,8 +37,8 @@ call_command("migrate", verbosity=0)
 from channels.testing import WebsocketCommunicator
 from agentops.runtime.model import Content, Event, Role
 from sessions_app import live
-from sessions_app.consumers import SessionConsumer
-from sessions_app.live_demo import ensure_demo_live_session
+from sessions_app.live.consumer import SessionConsumer
+from sessions_app.live.demo_live import ensure_demo_live_session
 
 args = json.loads(sys.argv[1])
 ensure_demo_live_session("bench-live")

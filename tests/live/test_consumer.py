@@ -1,4 +1,4 @@
-"""The live-session websocket (sessions_app.consumers) with WebsocketCommunicator."""
+"""The live-session websocket (sessions_app.live.consumer) with WebsocketCommunicator."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 
 from agentops.runtime.model import Content, Event, Role, ToolCall
 from sessions_app import live
-from sessions_app.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND
+from sessions_app.live.consumer import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND
 from sessions_app.models import Event as EventRow
 from sessions_app.models import Turn
 from tests.factories import make_session

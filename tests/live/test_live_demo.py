@@ -11,7 +11,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from sessions_app import live, live_demo
+from sessions_app import live
+from sessions_app.live import demo_live as live_demo
 from sessions_app.models import Turn
 from tests.factories import make_session
 

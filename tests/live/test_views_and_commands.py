@@ -129,7 +129,7 @@ async def test_live_turn_uses_recorded_tool_outcomes(admin_user):
 
 
 async def test_stopping_a_live_demo_turn_keeps_the_demo_running():
-    from sessions_app import live_demo
+    from sessions_app.live import demo_live as live_demo
 
     async def stop_the_first_turn() -> None:
         async with asyncio.timeout(20):

@@ -60,7 +60,7 @@ def _memory_legacy() -> StoreHarness:
 
 
 def _django() -> StoreHarness:
-    """The Django store (`sessions_app.service.DjangoSessionService`) on the test database.
+    """The Django store (`sessions_app.store.DjangoSessionService`) on the test database.
 
     Imported lazily so the runtime tests stay importable without Django; runs on SQLite by
     default and on PostgreSQL when DATABASE_URL points there (advisory run lock).
@@ -68,7 +68,7 @@ def _django() -> StoreHarness:
     from django.utils import timezone
 
     from sessions_app.models import Event as EventRow
-    from sessions_app.service import DjangoSessionService
+    from sessions_app.store import DjangoSessionService
 
     async def archive(session_id: str, event_ids: list[int]) -> None:
         await EventRow.objects.filter(session_id=session_id, pk__in=event_ids).aupdate(

@@ -7,7 +7,7 @@ import pytest
 from agentops.runtime.model import Content, Event
 from agentops.runtime.todos import TodoShapeError, TodoTools
 from sessions_app import models
-from sessions_app.service import DjangoSessionService
+from sessions_app.store import DjangoSessionService
 from todos_app.models import TodoChange, TodoItem, TodoList
 from todos_app.store import get_todo_store
 

@@ -14,7 +14,7 @@ from agentops.runtime.todos import (
     TodoStore,
     TodoTools,
 )
-from sessions_app.service import DjangoSessionService
+from sessions_app.store import DjangoSessionService
 from todos_app.models import TodoChange, TodoList
 from todos_app.store import DjangoTodoStore, get_todo_store
 

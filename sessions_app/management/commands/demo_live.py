@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from sessions_app.live_demo import DEMO_LIVE_ID, keep_demo_live
+from sessions_app.live.demo_live import DEMO_LIVE_ID, keep_demo_live
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """`manage.py import_sessions PATH [PATH ...]`: import transcripts into the database.
 
 Each file lands in one transaction, whole or not at all; see
-`sessions_app.importers.import_file` for re-import and replacement rules.
+`sessions_app.ingest.import_file` for re-import and replacement rules.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from sessions_app.importers import (
+from sessions_app.ingest import (
     FORMATS,
     ImportRefusedError,
     ImportReport,

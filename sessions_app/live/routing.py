@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions_app.consumers import SessionConsumer
+from sessions_app.live.consumer import SessionConsumer
 
 websocket_urlpatterns = [
     path("ws/sessions/<str:session_id>/", SessionConsumer.as_asgi(), name="ws_session"),

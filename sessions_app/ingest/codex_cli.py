@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sessions_app.importers.base import (
+from sessions_app.ingest.base import (
     ImportProblem,
     ParsedEvent,
     ParseResult,

@@ -1,6 +1,6 @@
 """Live sessions: what watchers receive, and running turns in this process.
 
-Messages sent to a session's group (`sessions_app.groups`), one consumer handler each:
+Messages sent to a session's group (`sessions_app.live.groups`), one consumer handler each:
 
 - ``{"type": "live.event", "event": EventPayload}``: a complete, stored event.
 - ``{"type": "live.partial", "partial": PartialPayload}``: a streaming fragment (never
@@ -56,10 +56,11 @@ from agentops.runtime.model import Content, Event
 from agentops.runtime.runner import AgentLike, Runner
 from agentops.runtime.session import Turn, TurnOutcome, TurnReason
 from agentops.runtime.todos import TodoStore
-from sessions_app import models, presenters
-from sessions_app.groups import broadcast, group_name
+from sessions_app import models
+from sessions_app.live.groups import broadcast, group_name
+from sessions_app.pages import presenters
 from sessions_app.projector import ProductProjector
-from sessions_app.service import DjangoSessionService, row_fields_from_event
+from sessions_app.store import DjangoSessionService, row_fields_from_event
 
 __all__ = [
     "LiveSessionService",

@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sessions_app.importers.base import (
+from sessions_app.ingest.base import (
     ImportProblem,
     ParsedEvent,
     ParseResult,

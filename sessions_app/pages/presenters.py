@@ -20,8 +20,8 @@ from agentops.runtime.projection import ProjectionEntry
 from agentops.runtime.protocol import ToolProtocolIssue
 from agentops.runtime.session import Turn
 from sessions_app.models import Event
+from sessions_app.pages.rendering import pretty_json, render_markdown
 from sessions_app.projector import OUTCOME_AUTHOR, RecordedOutcome
-from sessions_app.rendering import pretty_json, render_markdown
 
 
 @dataclass

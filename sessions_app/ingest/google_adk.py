@@ -30,7 +30,7 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
-from sessions_app.importers.base import (
+from sessions_app.ingest.base import (
     ImportProblem,
     ParsedEvent,
     ParseResult,

@@ -31,7 +31,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from sessions_app import live
-from sessions_app.groups import group_name
+from sessions_app.live.groups import group_name
 from sessions_app.models import Session
 from sessions_app.roles import can_view
 

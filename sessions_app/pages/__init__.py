@@ -20,14 +20,15 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
 from agentops.runtime.protocol import inspect_tool_protocol
-from sessions_app import live_views, presenters
 from sessions_app.access import get_session_for_user, require_viewer
+from sessions_app.live import views as live_views
 from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
+from sessions_app.pages import presenters
+from sessions_app.pages.rendering import pretty_json
 from sessions_app.projector import explain_product_projection, load_outcomes
-from sessions_app.rendering import pretty_json
 from sessions_app.roles import can_record_outcomes
-from sessions_app.service import load_facts
+from sessions_app.store import load_facts
 
 
 class HtmxHttpRequest(HttpRequest):

@@ -10,9 +10,9 @@ import orjson
 from django.conf import settings
 from django.db import connection, models, transaction
 
-from sessions_app.importers.base import ParsedSession
+from sessions_app.ingest.base import ParsedSession
 from sessions_app.models import Event, Session, Turn
-from sessions_app.service import (
+from sessions_app.store import (
     protocol_events,
     refresh_resume_status,
     resume_status,
@@ -206,7 +206,7 @@ def stored_source_path(parsed: ParsedSession, file_path: str) -> str:
 
 def parsed_resume_status(parsed: ParsedSession) -> tuple[int, bool]:
     """(open tool-protocol issue count, cannot_resume) of a parsed session, computed in
-    memory with `sessions_app.service.resume_status` (SPEC.md 4-5), before it is written.
+    memory with `sessions_app.store.resume_status` (SPEC.md 4-5), before it is written.
 
     Equal to what `refresh_resume_status` reads back after `write_parsed_session`: turns
     in timeline order (started_at, id), active events (not deleted, not archived) in list

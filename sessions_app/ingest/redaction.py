@@ -1,7 +1,7 @@
 """Credential redaction for everything an importer stores and everything an export writes.
 
 One set of rules, applied at two boundaries: `redact_parse_result` on every parsed
-transcript before it is written (`sessions_app.importers.parse_file`), and `redact_value`
+transcript before it is written (`sessions_app.ingest.parse_file`), and `redact_value`
 on every export document (`sessions_app.export`). A redacted value becomes the text
 ``[REDACTED:<kind>]``; redacting is idempotent (a marker is never redacted again).
 
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, cast
 import ahocorasick_rs
 
 if TYPE_CHECKING:
-    from sessions_app.importers.base import ParsedSession, ParseResult
+    from sessions_app.ingest.base import ParsedSession, ParseResult
 
 MARKER_PREFIX = "[REDACTED:"
 

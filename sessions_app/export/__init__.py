@@ -5,9 +5,9 @@ session header, every turn, every event (soft-deleted and archived ones too, wit
 timestamps; each with the id it has here), the todo list (items, version) with its
 audit (`TodoChange` rows), and the recorded tool outcomes. All times are ISO 8601 UTC
 strings with microseconds; users are named by username. `import_sessions` reads it back
-(format `agentops_export`, `sessions_app.importers.agentops_export`).
+(format `agentops_export`, `sessions_app.ingest.agentops_export`).
 
-Credentials are redacted again on the way out (`sessions_app.redaction.redact_value`), so
+Credentials are redacted again on the way out (`sessions_app.ingest.redaction.redact_value`), so
 an export of a runtime session (whose events were never imported) holds none either.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from sessions_app.ingest.redaction import redact_value
 from sessions_app.models import Event, Session, ToolOutcome
-from sessions_app.redaction import redact_value
 from todos_app.models import TodoChange, TodoList
 
 EXPORT_SCHEMA = "agentops.session-export/1"

@@ -23,8 +23,8 @@ from typing import Any, cast
 
 from django.db import transaction
 
-from sessions_app.importers.agentops_export import looks_like_export, parse_agentops_export
-from sessions_app.importers.base import (
+from sessions_app.ingest.agentops_export import looks_like_export, parse_agentops_export
+from sessions_app.ingest.base import (
     ImportProblem,
     ParsedEvent,
     ParsedSession,
@@ -33,23 +33,23 @@ from sessions_app.importers.base import (
     ParseResult,
     synthetic_times_from,
 )
-from sessions_app.importers.claude_code import parse_claude_code
-from sessions_app.importers.codex_cli import parse_codex_cli
-from sessions_app.importers.google_adk import looks_like_adk, parse_google_adk
-from sessions_app.importers.openai import (
+from sessions_app.ingest.claude_code import parse_claude_code
+from sessions_app.ingest.codex_cli import parse_codex_cli
+from sessions_app.ingest.google_adk import looks_like_adk, parse_google_adk
+from sessions_app.ingest.openai import (
     chat_messages,
     looks_like_run_state,
     parse_openai_agents,
     parse_openai_chat,
 )
-from sessions_app.importers.writer import (
+from sessions_app.ingest.redaction import redact_parse_result
+from sessions_app.ingest.writer import (
     delete_sessions,
     stored_path,
     stored_source_path,
     write_parsed_session,
 )
 from sessions_app.models import ImportedFile, Session
-from sessions_app.redaction import redact_parse_result
 
 __all__ = [
     "FORMATS",
@@ -231,7 +231,7 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
     """Read and parse `path` (UTF-8) in `source_format` ("auto" = detect).
 
     Returns the sessions and the problems found, with credential-shaped values already
-    redacted (`sessions_app.redaction`: nothing a parser read is stored unredacted).
+    redacted (`sessions_app.ingest.redaction`: nothing a parser read is stored unredacted).
     Raises `UnknownFormatError` when the format cannot be detected or the content does
     not fit the forced format, `ImportRefusedError` for JSON nested deeper than Python
     can read or a session id that `session_id_problem` refuses, and OSError when the file
