@@ -1,4 +1,4 @@
-"""Top-level URLs: sign-in, the dashboard apps, Django admin."""
+"""Top-level URLs: sign-in, the dashboard apps, the project's docs, Django admin."""
 
 from __future__ import annotations
 
@@ -14,5 +14,6 @@ urlpatterns = [
     path("sessions/", include("sessions_app.urls")),
     path("sessions/<str:session_id>/todos/", include("todos_app.urls")),
     path("turns/", include("sessions_app.triage")),
+    path("docs/", include("sessions_app.pages.docs")),
     path("admin/", admin.site.urls),
 ]

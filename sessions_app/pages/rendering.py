@@ -12,6 +12,7 @@ from typing import Any
 
 import nh3
 from markdown_it import MarkdownIt
+from mdit_py_plugins.anchors import anchors_plugin
 
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 _markdown.enable(["table", "strikethrough"])
@@ -64,3 +65,22 @@ def render_markdown(text: str) -> str:
 def pretty_json(value: Any) -> str:
     """`value` as indented JSON text (non-ASCII kept, keys in stored order)."""
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+_document_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False})
+_document_markdown.enable(["table", "strikethrough"])
+_document_markdown.use(anchors_plugin, min_level=2, max_level=4)
+
+
+def render_document(text: str) -> str:
+    """The project's own Markdown documentation as sanitised HTML, with an `id` on every
+    heading of levels 2-4 (GitHub-style slugs, so `concepts.md#turn-statuses` links work
+    on the dashboard as in a clone). Relative links are kept; raw HTML stays text."""
+    return nh3.clean(
+        _document_markdown.render(text),
+        tags=_ALLOWED_TAGS,
+        attributes={**_ALLOWED_ATTRIBUTES, **{f"h{n}": {"id"} for n in range(1, 7)}},
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+        filter_style_properties={"text-align"},
+    )
