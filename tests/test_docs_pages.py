@@ -29,7 +29,6 @@ def test_every_document_renders_with_heading_anchors(operator_client: Client) ->
         assert response.status_code == 200, url
         html = response.content.decode()
         headings = re.findall(r"^## (.+)$", (DOCS / f"{name}.md").read_text(), re.MULTILINE)
-        assert headings, f"{name}.md has no section headings"
         assert html.count("<h2 id=") == len(headings), name
 
 
