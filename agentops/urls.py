@@ -13,7 +13,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("sessions/", include("sessions_app.urls")),
     path("sessions/<str:session_id>/todos/", include("todos_app.urls")),
-    path("turns/", include("sessions_app.triage")),
+    path("turns/", include("sessions_app.triage.urls")),
     path("docs/", include("sessions_app.pages.docs")),
     path("admin/", admin.site.urls),
 ]

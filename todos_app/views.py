@@ -7,7 +7,8 @@ otherwise), every change through `todos_app.services` (versions, audit, broadcas
 Each edit is a POST carrying the list `version` the form was built from. With htmx the
 answer is the panel partial (`todos/panel.html#panel`); without JavaScript a success
 redirects back (`next`, default the todos page) and a refused edit renders the todos page
-with the message (409 for a version conflict, 400 for bad input).
+with the message (409 for a version conflict, 400 for bad input). Edits therefore answer
+with `Vary: HX-Request`.
 """
 
 from __future__ import annotations
@@ -22,20 +23,17 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.middleware import HtmxDetails
+from django.views.decorators.vary import vary_on_headers
 
 from agentops.runtime.todos import TodoToolError
 from sessions_app.access import get_session_for_user
+from sessions_app.http import HtmxHttpRequest
 from sessions_app.models import Session
 from sessions_app.roles import can_edit_todos
 from todos_app import services
 from todos_app.models import TodoChange, TodoItem
 
 HISTORY_PER_PAGE = 20
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
 
 
 def _panel_context(request: HtmxHttpRequest, session_id: str) -> dict[str, Any]:
@@ -127,6 +125,7 @@ def _return_url(request: HttpRequest, session_id: str) -> str:
 
 
 @require_POST
+@vary_on_headers("HX-Request")
 def todo_add(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """POST content, active_form, status?, version: append an item."""
     post = request.POST
@@ -145,6 +144,7 @@ def todo_add(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
 
 
 @require_POST
+@vary_on_headers("HX-Request")
 def todo_edit(request: HtmxHttpRequest, session_id: str, index: int) -> HttpResponse:
     """POST content, active_form, version: change item `index`'s texts."""
     post = request.POST
@@ -163,6 +163,7 @@ def todo_edit(request: HtmxHttpRequest, session_id: str, index: int) -> HttpResp
 
 
 @require_POST
+@vary_on_headers("HX-Request")
 def todo_status(request: HtmxHttpRequest, session_id: str, index: int) -> HttpResponse:
     """POST status, version: set item `index`'s status."""
     return _edit(
@@ -179,6 +180,7 @@ def todo_status(request: HtmxHttpRequest, session_id: str, index: int) -> HttpRe
 
 
 @require_POST
+@vary_on_headers("HX-Request")
 def todo_move(request: HtmxHttpRequest, session_id: str, index: int) -> HttpResponse:
     """POST direction=up|down, version: swap item `index` with its neighbour."""
     offset = {"up": -1, "down": 1}.get(request.POST.get("direction", ""), 0)
@@ -192,6 +194,7 @@ def todo_move(request: HtmxHttpRequest, session_id: str, index: int) -> HttpResp
 
 
 @require_POST
+@vary_on_headers("HX-Request")
 def todo_delete(request: HtmxHttpRequest, session_id: str, index: int) -> HttpResponse:
     """POST version: remove item `index`."""
     return _edit(
@@ -204,6 +207,7 @@ def todo_delete(request: HtmxHttpRequest, session_id: str, index: int) -> HttpRe
 
 
 @require_POST
+@vary_on_headers("HX-Request")
 def todo_clear(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """POST version: empty the list."""
     return _edit(

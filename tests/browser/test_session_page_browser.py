@@ -29,3 +29,31 @@ def test_session_page_loads_turn_events_and_never_runs_model_html(
     assert page.locator(".markdown img").count() == 0
     assert dialogs == []
     page.screenshot(path=str(screenshot_dir / "session-xss.png"), full_page=True)
+
+
+def test_filtering_the_list_with_htmx_shows_clear_and_the_pager_keeps_the_filter(
+    page, live_server, operator_user, settings
+):
+    settings.AGENTOPS_SESSIONS_PER_PAGE = 2
+    for session_id in ("s-a1", "s-a2", "s-a3"):
+        make_session(session_id, app="alpha")
+    make_session("s-b1", app="beta")
+    sign_in(page, live_server, operator_user.username, "pw-" + operator_user.username)
+    assert page.locator("#clear-filters").is_hidden()
+
+    # Filtering swaps only the results; the Clear link beside the form follows (out of band).
+    page.select_option("select[name=app]", "alpha")
+    page.wait_for_url("**/sessions/?*app=alpha*")
+    page.wait_for_selector("#session-results >> text=3 sessions")
+    assert page.locator("#clear-filters").is_visible()
+
+    page.click("#session-results nav.pager >> text=Older →")
+    page.wait_for_url("**/sessions/?*app=alpha*page=2*")
+    page.wait_for_selector("#session-results >> text=Page 2 of 2")
+    assert page.locator("#session-results tbody tr").count() == 1
+    assert page.locator("#clear-filters").is_visible()
+
+    page.click("#clear-filters")
+    page.wait_for_url(f"{live_server.url}/sessions/")
+    assert page.locator("#clear-filters").is_hidden()
+    assert page.locator("#session-results >> text=4 sessions").is_visible()

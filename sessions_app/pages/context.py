@@ -1,0 +1,42 @@
+"""The next-context page, GET /sessions/<id>/context/: what the next turn's agent would be
+sent, and why each stored event is in it or not."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from sessions_app.access import get_session_for_user
+from sessions_app.pages import presenters
+from sessions_app.projector import explain_product_projection
+from sessions_app.store import load_facts
+
+
+@require_GET
+def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
+    """GET /sessions/<id>/context/?page=: what the next turn's agent would be sent.
+
+    Runs the product projection (the runtime's default projection, SPEC.md 4, with recorded
+    tool outcomes closing their calls) on the stored facts and shows every stored event as
+    kept, dropped (running turn) or cut (unsafe suffix after an unanswered call), the
+    status notices and recorded outcomes in place, or the unknown-execution error.
+    Raises Http404 for a session the user may not see.
+    """
+    session = get_session_for_user(request, session_id)
+    turns, events = load_facts(session.id)
+    explanation = explain_product_projection(session.id, turns, events)
+    # Only one page of entries is rendered; by default the last one, which ends where the
+    # new user message would follow.
+    paginator = Paginator(explanation.entries, settings.AGENTOPS_EVENTS_PER_TURN_PAGE)
+    page = paginator.get_page(request.GET.get("page") or paginator.num_pages)
+    context = {
+        "session": session,
+        "explanation": explanation,
+        "page": page,
+        "entries": [presenters.projection_entry(entry) for entry in page],
+        "error": explanation.error,
+    }
+    return render(request, "sessions/context.html", context)

@@ -1,0 +1,80 @@
+"""The tool-protocol page, GET /sessions/<id>/protocol/: every unanswered tool call of the
+active history, and the admins' form that records what became of one."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from agentops.runtime.protocol import inspect_tool_protocol
+from sessions_app.access import get_session_for_user
+from sessions_app.models import Event, ToolOutcome
+from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
+from sessions_app.pages import presenters
+from sessions_app.projector import load_outcomes
+from sessions_app.roles import can_record_outcomes
+from sessions_app.store import load_facts
+
+
+@require_GET
+def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
+    """GET /sessions/<id>/protocol/: every tool-protocol issue of the active history.
+
+    Each issue is an assistant event whose calls have no result (SPEC.md 5), with its turn's
+    status; calls the source marked as awaiting approval are labelled pending. Raises
+    Http404 for a session the user may not see.
+    """
+    session = get_session_for_user(request, session_id)
+    turns, events = load_facts(session.id)
+    issues = inspect_tool_protocol(events)
+    turn_by_id = {turn.id: turn for turn in turns}
+    pending = dict(
+        Event.objects.filter(pk__in=[issue.event_id for issue in issues]).values_list(
+            "id", "pending_call_ids"
+        )
+    )
+    outcomes = load_outcomes(session.id)
+    context = {
+        "session": session,
+        "issues": [
+            presenters.protocol_issue(
+                issue, turn_by_id.get(issue.turn_id), pending.get(issue.event_id), outcomes
+            )
+            for issue in issues
+        ],
+        "can_record": can_record_outcomes(request.user),
+        "outcome_choices": ToolOutcome.Outcome.choices,
+    }
+    return render(request, "sessions/protocol.html", context)
+
+
+@require_POST
+def tool_outcome_create(request: HttpRequest, session_id: str) -> HttpResponse:
+    """POST /sessions/<id>/protocol/outcomes/: record the outcome of an unanswered call.
+
+    Form fields: event_id, call_id, outcome (did_not_run | ran), result (JSON or text, for
+    "ran"), reason. Admins only (403 otherwise); a rejected outcome shows its reason as an
+    error message. Redirects back to the protocol page (post/redirect/get).
+    """
+    session = get_session_for_user(request, session_id)
+    if not can_record_outcomes(request.user):
+        raise PermissionDenied("Only admins may record tool outcomes.")
+    event_id = request.POST.get("event_id", "")
+    try:
+        record_tool_outcome(
+            session,
+            event_id=int(event_id) if event_id.isdigit() else -1,
+            call_id=request.POST.get("call_id", ""),
+            outcome=request.POST.get("outcome", ""),
+            result=parse_result(request.POST.get("result", "")),
+            reason=request.POST.get("reason", ""),
+            user=request.user,  # type: ignore[arg-type]
+        )
+    except OutcomeRejectedError as error:
+        messages.error(request, f"Not recorded: {error}.")
+    else:
+        messages.success(request, "Outcome recorded. The next turn's context includes it.")
+    return redirect("sessions:protocol", session_id=session.id)

@@ -1,0 +1,142 @@
+"""The session page, GET /sessions/<id>/: header, todo list and the turn timeline, with
+each turn's events loaded lazily in chunks, and the raw JSON of one stored event.
+
+Every page costs the same number of queries for a session of 10 or 10,000 events: the
+timeline shows one page of turns (event counts as a subquery) and each turn's events
+arrive later, one keyset-paginated chunk per request.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.core.paginator import Paginator
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from sessions_app.access import get_session_for_user
+from sessions_app.http import HtmxHttpRequest
+from sessions_app.live import views as live_views
+from sessions_app.models import Event, Session, Turn
+from sessions_app.pages import presenters
+from sessions_app.pages.rendering import pretty_json
+
+
+def turns_with_event_counts(session: Session) -> QuerySet[Turn]:
+    """The session's turns in timeline order (start time, then id), each annotated with
+    `event_count` (int or None: its active events), counted in a subquery."""
+    event_count = (
+        Event.objects.active()
+        .filter(session=session, turn_id=OuterRef("id"))
+        .order_by()
+        .values("turn_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return session.turns.annotate(
+        event_count=Subquery(event_count, output_field=IntegerField())
+    ).order_by("started_at", "id")
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
+    """GET /sessions/<id>/?page=: header, todo list and one page of the turn timeline.
+
+    The timeline shows the newest page of turns by default; each turn's events load lazily
+    (htmx, on reveal) from `turn_events`. An htmx request aimed at `#timeline` gets only
+    the `timeline` partial. Raises Http404 for a session the user may not see.
+    """
+    session = get_session_for_user(request, session_id)
+    paginator = Paginator(turns_with_event_counts(session), settings.AGENTOPS_TURNS_PER_PAGE)
+    page = paginator.get_page(request.GET.get("page") or paginator.num_pages)
+    todo_list = getattr(session, "todo_list", None)
+    todos = list(todo_list.items.all()) if todo_list is not None else []
+    has_legacy = (
+        Event.objects.active()
+        .filter(session=session)
+        .exclude(turn_id__in=session.turns.values("id"))
+        .exists()
+    )
+    context = {
+        "session": session,
+        "page": page,
+        "todos": todos,
+        "todo_done": sum(1 for item in todos if item.status == "completed"),
+        "has_legacy": has_legacy,
+        "state_json": pretty_json(session.state),
+        "live": live_views.page_context(request, session),
+    }
+    template = "sessions/detail.html"
+    if request.htmx and request.htmx.target == "timeline":
+        template += "#timeline"
+    return render(request, template, context)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def session_turns(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
+    """GET /sessions/<id>/turns/?page=: the timeline partial (same data as the page)."""
+    return session_detail(request, session_id)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> HttpResponse:
+    """GET /sessions/<id>/turns/<turn_id>/events/?after=<event id>: one chunk of a turn's
+    events in conversation form, at most AGENTOPS_EVENTS_PER_TURN_PAGE, keyset-paginated.
+
+    `turn_id` "legacy" lists the active events that belong to no turn record (SPEC.md 2).
+    An htmx request gets the `events` fragment; a plain request a page for that turn.
+    Raises Http404 for an unknown turn or a session the user may not see.
+    """
+    session = get_session_for_user(request, session_id)
+    events = Event.objects.active().filter(session=session)
+    turn = None
+    if turn_id == "legacy":
+        events = events.exclude(turn_id__in=session.turns.values("id"))
+    else:
+        turn = get_object_or_404(Turn, session=session, pk=turn_id)
+        events = events.filter(turn_id=turn_id)
+    after = request.GET.get("after", "")
+    if after.isdigit():
+        events = events.filter(id__gt=int(after))
+    limit = settings.AGENTOPS_EVENTS_PER_TURN_PAGE
+    chunk = list(events.defer("raw").order_by("id")[: limit + 1])
+    more = len(chunk) > limit
+    chunk = chunk[:limit]
+    context = {
+        "session": session,
+        "turn": turn,
+        "turn_key": turn_id,
+        "items": presenters.conversation(chunk),
+        "next_after": chunk[-1].id if more and chunk else None,
+    }
+    template = "sessions/turn_events.html"
+    if request.htmx:
+        template += "#events"
+    return render(request, template, context)
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def event_raw(request: HtmxHttpRequest, session_id: str, event_id: int) -> HttpResponse:
+    """GET /sessions/<id>/events/<event_id>/raw/: the stored event and its source record.
+
+    htmx gets a `<pre>` fragment; a plain request gets the JSON document itself. Raises
+    Http404 for an unknown event or a session the user may not see.
+    """
+    session = get_session_for_user(request, session_id)
+    event = get_object_or_404(Event, session=session, pk=event_id)
+    document = {"event": event.as_dict(), "source": event.raw}
+    if request.htmx:
+        return render(
+            request,
+            "sessions/turn_events.html#raw",
+            {"raw_json": json.dumps(document, indent=2, ensure_ascii=False)},
+        )
+    return JsonResponse(document, json_dumps_params={"indent": 2, "ensure_ascii": False})

@@ -1,0 +1,81 @@
+"""The triage queue's facets: for each filter dimension, its values and how many turns
+each would show.
+
+Each facet's counts apply every *other* active filter, so a count is the number of rows
+that clicking it would show. All facets come from one grouped query.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count
+
+from sessions_app.models import TurnQuerySet
+from sessions_app.triage.filters import DIMENSIONS, NONE, NONE_LABELS, Filters
+
+
+@dataclass(frozen=True)
+class FacetValue:
+    """One clickable facet entry: `query` is the URL query string its link leads to
+    (this value added, or removed when it is already `selected`)."""
+
+    value: str
+    label: str
+    count: int
+    selected: bool
+    query: str
+
+
+@dataclass(frozen=True)
+class Facet:
+    """A facet (one filter dimension) and its values, most frequent first."""
+
+    name: str
+    label: str
+    values: list[FacetValue]
+
+
+def facet_combinations(queue: TurnQuerySet) -> list[dict[str, Any]]:
+    """One query: the queue grouped by every facet dimension.
+
+    Returns dicts with keys `queue_status`, `failure_code`, `failure_stage`, `reason`,
+    `session__app_name` (str) and `n` (int, turns). The number of rows is the number of
+    distinct combinations, which does not grow with the number of turns.
+    """
+    lookups = [lookup for _, lookup in DIMENSIONS.values()]
+    return list(queue.values(*lookups).annotate(n=Count("pk")).order_by())
+
+
+def build_facets(combos: Iterable[Mapping[str, Any]], filters: Filters) -> list[Facet]:
+    """Facets with counts, computed from `facet_combinations` rows without a query.
+
+    Each facet's counts apply every active filter except its own. A selected value is
+    listed even when its count is 0, so it can always be cleared.
+    """
+    combos = list(combos)
+    facets = []
+    for name, (label, lookup) in DIMENSIONS.items():
+        counts: Counter[str] = Counter()
+        for combo in combos:
+            if filters.matches(combo, skip=name):
+                counts[combo[lookup] or NONE] += combo["n"]
+        selected = filters.values[name]
+        if selected and selected not in counts:
+            counts[selected] = 0
+        ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        values = [
+            FacetValue(
+                value=value,
+                label=NONE_LABELS.get(name, value) if value == NONE else value,
+                count=count,
+                selected=value == selected,
+                query=filters.query(**{name: "" if value == selected else value}),
+            )
+            for value, count in ordered
+        ]
+        facets.append(Facet(name=name, label=label, values=values))
+    return facets

@@ -1,0 +1,77 @@
+"""The triage queue page, GET /turns/ (a thin view over the other modules of the room)."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from django.conf import settings
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import push_url
+
+from sessions_app.access import require_viewer
+from sessions_app.http import HtmxHttpRequest
+from sessions_app.models import Turn, stuck_before
+from sessions_app.triage.chart import build_chart, chart_counts
+from sessions_app.triage.facets import build_facets, facet_combinations
+from sessions_app.triage.filters import Filters
+from sessions_app.triage.rows import QueueRow
+
+PER_PAGE = 50
+"""Rows per page of the queue."""
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def turn_queue(request: HtmxHttpRequest) -> HttpResponse:
+    """GET /turns/?status=&code=&stage=&reason=&app=&page=: the triage queue, newest first.
+
+    Shows facets with counts, a per-day chart of failed/interrupted turns and one page
+    (PER_PAGE) of rows, each linking to its turn on the session page at the timeline page
+    that holds it. Costs the same number of queries however many turns exist: facet
+    combinations, chart counts, row count and one page of rows. An htmx request aimed at
+    `#triage-results` gets only the `results` partial, with the canonical URL to push.
+    Raises PermissionDenied (403) for a signed-in user without a dashboard role.
+    """
+    require_viewer(request)
+    now = timezone.now()
+    filters = Filters.from_query(request.GET)
+    queue = Turn.objects.triage_queue(stuck_before(now))
+    filtered = queue.filter(**filters.lookups())
+
+    facets = build_facets(facet_combinations(queue), filters)
+    chart = build_chart(chart_counts(filtered), now.astimezone(UTC).date())
+    rows = (
+        filtered.select_related("session")
+        .defer("session__state", "session__source_path")
+        .with_last_event_at()
+        .with_timeline_index()
+        .order_by("-started_at", "-id")
+    )
+    page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
+    queue_url = reverse("turn_queue")
+    context = {
+        "page": page,
+        "rows": [
+            QueueRow.for_turn(turn, turns_per_page=settings.AGENTOPS_TURNS_PER_PAGE, now=now)
+            for turn in page
+        ],
+        "filters": filters,
+        "facets": facets,
+        "chart": chart,
+        "stuck_after_minutes": settings.AGENTOPS_STUCK_AFTER_SECONDS / 60,
+        "filter_query": filters.query(),
+        "queue_url": queue_url,
+    }
+    template = "turns/triage.html"
+    if request.htmx and request.htmx.target == "triage-results":
+        response = render(request, template + "#results", context)
+        # The form sends every select, empty ones too; push the canonical URL instead.
+        canonical = filters.query(page.number)
+        return push_url(response, f"{queue_url}?{canonical}" if canonical else queue_url)
+    return render(request, template, context)
