@@ -51,7 +51,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     health = request.GET.get("health", "")
 
     sessions = Session.objects.with_summary()
-    if status in Turn.Status.values:
+    if status in [s.value for s in Turn.Status]:
         sessions = sessions.with_latest_turn_status(status)
     if app:
         sessions = sessions.filter(app_name=app)
@@ -70,7 +70,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "app": app,
         "q": query,
         "health": health,
-        "statuses": Turn.Status.values,
+        "statuses": [s.value for s in Turn.Status],
         "apps": list(
             Session.objects.order_by("app_name").values_list("app_name", flat=True).distinct()
         ),
