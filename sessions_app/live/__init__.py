@@ -49,8 +49,8 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.template.loader import render_to_string
-from django.utils.module_loading import import_string
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from agentops.runtime.errors import SessionNotFoundError
 from agentops.runtime.model import Content, Event
