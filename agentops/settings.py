@@ -225,6 +225,9 @@ AGENTOPS_STUCK_AFTER_SECONDS = envint("AGENTOPS_STUCK_AFTER_SECONDS", 600)
 # Live turns (sessions_app.live): dotted path of the agent factory used for turns started
 # from the session page and `manage.py run_turn`: factory(*, todo_store) -> agent.
 AGENTOPS_AGENT = envstr("AGENTOPS_AGENT", "agentops.agents.demo.make_agent")
+# Dotted path of the function returning the durable TodoStore handed to that factory
+# (wiring between the apps, not a deployment choice: sessions_app imports no todos_app).
+AGENTOPS_TODO_STORE = "todos_app.store.get_todo_store"
 # true: the server process keeps the demo session "demo-live" running a slowly streaming
 # turn (set by `python3 dev.py serve`; off everywhere else, tests included).
 AGENTOPS_LIVE_DEMO = envbool("AGENTOPS_LIVE_DEMO", False)

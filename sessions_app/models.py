@@ -8,6 +8,7 @@ Partial (streaming) events are never stored, so there is no `partial` column.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
@@ -16,17 +17,36 @@ from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, Subquery,
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from agentops.runtime import model as runtime_model
+from agentops.runtime.session import FailureStage, TurnReason, TurnStatus
+from sessions_app.signals import merged_answers, session_summary_requested
+
+#: How the choices show an empty value ("no reason", "no failure stage", ...).
+EMPTY_LABEL = "—"
+
+
+def choices_of(values: type[StrEnum], *, empty: bool = False) -> list[tuple[str, str]]:
+    """A model field's `choices` from a runtime enum: `(value, label)` per member in
+    definition order, labelled as Django labels `TextChoices` members (the name, words
+    title-cased) and EMPTY_LABEL for the empty value; `empty` puts ("", EMPTY_LABEL) first
+    for an enum without an empty member. The runtime enum stays the one definition."""
+    pairs = [("", EMPTY_LABEL)] if empty else []
+    pairs += [
+        (member.value, member.name.replace("_", " ").title() if member.value else EMPTY_LABEL)
+        for member in values
+    ]
+    return pairs
+
 
 class SessionQuerySet(models.QuerySet["Session"]):
     def with_summary(self) -> SessionQuerySet:
         """Annotate each session with what the sessions list shows.
 
         Adds `turn_count` (int), `latest_turn_status` (str or None: the status of the turn
-        that started last), `todo_total` and `todo_done` (ints). Every figure is a
-        correlated subquery, so the list costs one query however many turns exist.
+        that started last) and what other apps add (`signals.session_summary_requested`:
+        todos_app's `todo_total` and `todo_done`, ints). Every figure is a correlated
+        subquery, so the list costs one query however many turns exist.
         """
-        from todos_app.models import TodoItem
-
         latest_turn = Turn.objects.filter(session=OuterRef("pk")).order_by("-started_at", "-id")
         turn_count = (
             Turn.objects.filter(session=OuterRef("pk"))
@@ -35,16 +55,11 @@ class SessionQuerySet(models.QuerySet["Session"]):
             .annotate(n=Count("id"))
             .values("n")
         )
-        todos = TodoItem.objects.filter(todo_list__session=OuterRef("pk")).order_by()
-        todo_total = todos.values("todo_list").annotate(n=Count("id")).values("n")
-        todo_done = (
-            todos.filter(status="completed").values("todo_list").annotate(n=Count("id")).values("n")
-        )
+        extra = merged_answers(session_summary_requested.send(sender=Session))
         return self.annotate(
             turn_count=Subquery(turn_count, output_field=models.IntegerField()),
             latest_turn_status=Subquery(latest_turn.values("status")[:1]),
-            todo_total=Subquery(todo_total, output_field=models.IntegerField()),
-            todo_done=Subquery(todo_done, output_field=models.IntegerField()),
+            **extra,
         )
 
     def search(self, text: str) -> SessionQuerySet:
@@ -225,34 +240,21 @@ class Turn(models.Model):
     None while running.
     """
 
-    class Status(models.TextChoices):
-        RUNNING = "running"
-        COMPLETED = "completed"
-        INTERRUPTED = "interrupted"
-        FAILED = "failed"
-
-    class Reason(models.TextChoices):
-        NONE = "", "—"
-        CANCELED = "canceled"
-        DEADLINE_EXCEEDED = "deadline_exceeded"
-        CONSUMER_STOPPED = "consumer_stopped"
-        AGENT_ERROR = "agent_error"
-        ABANDONED = "abandoned"
-
-    class Stage(models.TextChoices):
-        NONE = "", "—"
-        AGENT = "agent"
-        PROVIDER = "provider"
-        TOOL = "tool"
-        PERSISTENCE = "persistence"
-        CONSUMER = "consumer"
+    # The runtime's enums are the one definition of these values (SPEC.md 2).
+    Status = TurnStatus
+    Reason = TurnReason
+    Stage = FailureStage
 
     id = models.CharField(primary_key=True, max_length=255)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
-    reason = models.CharField(max_length=32, choices=Reason.choices, blank=True, default="")
+    status = models.CharField(
+        max_length=16, choices=choices_of(TurnStatus), default=TurnStatus.RUNNING.value
+    )
+    reason = models.CharField(max_length=32, choices=choices_of(TurnReason), blank=True, default="")
     failure_code = models.CharField(max_length=128, blank=True, default="")
-    failure_stage = models.CharField(max_length=16, choices=Stage.choices, blank=True, default="")
+    failure_stage = models.CharField(
+        max_length=16, choices=choices_of(FailureStage, empty=True), blank=True, default=""
+    )
     failure_message = models.TextField(blank=True, default="")
     # Why the importer chose this outcome (e.g. "interrupt marker at line 17"); empty for runs.
     status_note = models.CharField(max_length=500, blank=True, default="")
@@ -271,7 +273,7 @@ class Turn(models.Model):
         ]
         constraints = [
             models.CheckConstraint(
-                condition=Q(status__in=["running", "completed", "interrupted", "failed"]),
+                condition=Q(status__in=[status.value for status in TurnStatus]),
                 name="turn_status_valid",
             ),
         ]
@@ -316,25 +318,16 @@ class Event(models.Model):
     allows ids of turns that have no record.
     """
 
-    class Role(models.TextChoices):
-        SYSTEM = "system"
-        USER = "user"
-        ASSISTANT = "assistant"
-        TOOL = "tool"
-
-    class FinishReason(models.TextChoices):
-        NONE = "", "—"
-        STOP = "stop"
-        TOOL_CALLS = "tool_calls"
-        LENGTH = "length"
-        CONTENT_FILTER = "content_filter"
+    # The runtime's enums are the one definition of these values (SPEC.md 1).
+    Role = runtime_model.Role
+    FinishReason = runtime_model.FinishReason
 
     id = models.BigAutoField(primary_key=True)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
     turn_id = models.CharField(max_length=255, blank=True, default="")
     source_id = models.CharField(max_length=255, blank=True, default="")
     author = models.CharField(max_length=255, blank=True, default="")
-    role = models.CharField(max_length=16, choices=Role.choices)
+    role = models.CharField(max_length=16, choices=choices_of(runtime_model.Role))
     text = models.TextField(blank=True, default="")
     parts = models.JSONField(default=list, blank=True)
     reasoning = models.TextField(blank=True, default="")
@@ -343,7 +336,7 @@ class Event(models.Model):
     tool_call_id = models.CharField(max_length=255, blank=True, default="")
     pending_call_ids = models.JSONField(default=list, blank=True)
     finish_reason = models.CharField(
-        max_length=16, choices=FinishReason.choices, blank=True, default=""
+        max_length=16, choices=choices_of(runtime_model.FinishReason), blank=True, default=""
     )
     usage = models.JSONField(null=True, blank=True)
     state_delta = models.JSONField(default=dict, blank=True)
@@ -379,29 +372,14 @@ class Event(models.Model):
         return self.tool_call_id
 
     def as_dict(self) -> dict[str, Any]:
-        """The event as a JSON-ready dict of its stored fields (timestamps ISO 8601 UTC)."""
-        return {
-            "id": self.id,
-            "session_id": self.session_id,
-            "turn_id": self.turn_id,
-            "source_id": self.source_id,
-            "author": self.author,
-            "role": self.role,
-            "text": self.text,
-            "parts": self.parts,
-            "reasoning": self.reasoning,
-            "tool_calls": self.tool_calls,
-            "tool_response": self.tool_response,
-            "tool_call_id": self.tool_call_id,
-            "pending_call_ids": self.pending_call_ids,
-            "finish_reason": self.finish_reason,
-            "usage": self.usage,
-            "state_delta": self.state_delta,
-            "created_at": self.created_at.isoformat(),
-            "updated_at": self.updated_at.isoformat(),
-            "deleted_at": self.deleted_at.isoformat() if self.deleted_at else None,
-            "archived_at": self.archived_at.isoformat() if self.archived_at else None,
-        }
+        """The event as a JSON-ready dict of its stored fields but `raw` (the source
+        record, shown beside it), in declaration order; timestamps ISO 8601 UTC."""
+        values: dict[str, Any] = {}
+        for field in self._meta.concrete_fields:
+            if field.attname != "raw":
+                value = getattr(self, field.attname)
+                values[field.attname] = value.isoformat() if isinstance(value, datetime) else value
+        return values
 
 
 class ImportedFile(models.Model):

@@ -85,10 +85,10 @@ async def _advisory_lock_released(session: models.Session, timeout: float = 10.0
     """True once another connection can take the run's advisory lock (PostgreSQL)."""
     import psycopg
 
-    from sessions_app.store import _postgres_conninfo
+    from sessions_app.store import postgres_conninfo
 
     key = advisory_lock_key(session.app_name, session.user_id, session.id)
-    conninfo = await asyncio.to_thread(_postgres_conninfo)
+    conninfo = await asyncio.to_thread(postgres_conninfo)
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

@@ -19,9 +19,9 @@ from django.db import connection, transaction
 
 from sessions_app.demo import load_demo
 from sessions_app.ingest import import_file
-from sessions_app.ingest.writer import _EVENT_COLUMNS, insert_rows
+from sessions_app.ingest.writer import insert_rows
 from sessions_app.models import Event, Session
-from sessions_app.store import refresh_resume_status
+from sessions_app.store import EVENT_INSERT_COLUMNS, refresh_resume_status
 from tests.factories import make_session
 
 pytestmark = pytest.mark.django_db
@@ -105,7 +105,7 @@ def test_insert_rows_stores_what_the_orm_stores(zone: timezone) -> None:
     at = datetime(2025, 3, 4, 5, 6, 7, 890123, tzinfo=zone)
     values = _event_values(created_at=at, updated_at=at + timedelta(microseconds=1))
     by_orm = Event.objects.create(**values)
-    insert_rows(Event, _EVENT_COLUMNS, [tuple(values[c] for c in _EVENT_COLUMNS)])
+    insert_rows(Event, EVENT_INSERT_COLUMNS, [tuple(values[c] for c in EVENT_INSERT_COLUMNS)])
     by_writer = Event.objects.filter(session_id="writer-s").exclude(pk=by_orm.pk).get()
 
     orm_columns, writer_columns = _raw_columns(by_orm.pk), _raw_columns(by_writer.pk)
@@ -127,5 +127,5 @@ def test_insert_rows_refuses_what_the_orm_refuses() -> None:
     with pytest.raises(TypeError) as by_orm, transaction.atomic():
         Event.objects.create(**values)
     with pytest.raises(TypeError) as by_writer, transaction.atomic():
-        insert_rows(Event, _EVENT_COLUMNS, [tuple(values[c] for c in _EVENT_COLUMNS)])
+        insert_rows(Event, EVENT_INSERT_COLUMNS, [tuple(values[c] for c in EVENT_INSERT_COLUMNS)])
     assert str(by_writer.value) == str(by_orm.value)

@@ -144,10 +144,10 @@ async def test_run_lock_serialises_one_session_and_a_cancelled_waiter_leaves():
 async def test_advisory_lock_released_when_holder_connection_dies():
     import psycopg
 
-    from sessions_app.store import _postgres_conninfo, advisory_lock_key
+    from sessions_app.store import advisory_lock_key, postgres_conninfo
 
     key = advisory_lock_key("app", "u", "s1")
-    holder = await psycopg.AsyncConnection.connect(_postgres_conninfo(), autocommit=True)
+    holder = await psycopg.AsyncConnection.connect(postgres_conninfo(), autocommit=True)
     await holder.execute("SELECT pg_advisory_lock(%s)", (key,))
     service = DjangoSessionService()
     acquired = asyncio.Event()

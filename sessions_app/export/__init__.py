@@ -20,9 +20,14 @@ from django.utils import timezone
 
 from sessions_app.ingest.redaction import redact_value
 from sessions_app.models import Event, Session, ToolOutcome
-from todos_app.models import TodoChange, TodoList
+from sessions_app.signals import first_answer, session_todos_exported
+from sessions_app.store import EVENT_COLUMNS, TURN_COLUMNS, json_row
 
 EXPORT_SCHEMA = "agentops.session-export/1"
+
+# Every stored column but the session id, which the document's header holds once.
+_EXPORTED_EVENT_COLUMNS = tuple(c for c in EVENT_COLUMNS if c != "session_id")
+_EXPORTED_TURN_COLUMNS = tuple(c for c in TURN_COLUMNS if c != "session_id")
 
 
 def _time(value: datetime | None) -> str | None:
@@ -36,76 +41,14 @@ def build_export(session: Session) -> dict[str, Any]:
     outcomes), whatever the session's size.
     """
     events = [
-        {
-            "id": e.id,
-            "turn_id": e.turn_id,
-            "source_id": e.source_id,
-            "author": e.author,
-            "role": e.role,
-            "text": e.text,
-            "parts": e.parts,
-            "reasoning": e.reasoning,
-            "tool_calls": e.tool_calls,
-            "tool_response": e.tool_response,
-            "tool_call_id": e.tool_call_id,
-            "pending_call_ids": e.pending_call_ids,
-            "finish_reason": e.finish_reason,
-            "usage": e.usage,
-            "state_delta": e.state_delta,
-            "raw": e.raw,
-            "created_at": _time(e.created_at),
-            "updated_at": _time(e.updated_at),
-            "deleted_at": _time(e.deleted_at),
-            "archived_at": _time(e.archived_at),
-        }
+        json_row(e, _EXPORTED_EVENT_COLUMNS)
         for e in Event.objects.filter(session=session).order_by("id")
     ]
     turns = [
-        {
-            "id": t.id,
-            "status": t.status,
-            "reason": t.reason,
-            "failure_code": t.failure_code,
-            "failure_stage": t.failure_stage,
-            "failure_message": t.failure_message,
-            "status_note": t.status_note,
-            "started_at": _time(t.started_at),
-            "finished_at": _time(t.finished_at),
-        }
-        for t in session.turns.order_by("started_at", "id")
+        json_row(t, _EXPORTED_TURN_COLUMNS) for t in session.turns.order_by("started_at", "id")
     ]
-    todo_list: dict[str, Any] | None = None
-    todo = TodoList.objects.filter(session=session).first()
-    if todo is not None:
-        todo_list = {
-            "version": todo.version,
-            "updated_at": _time(todo.updated_at),
-            "items": [
-                {
-                    "position": i.position,
-                    "content": i.content,
-                    "status": i.status,
-                    "active_form": i.active_form,
-                }
-                for i in todo.items.order_by("position")
-            ],
-            "changes": [
-                {
-                    "version": c.version,
-                    "actor": c.actor,
-                    "user": c.user.get_username() if c.user else None,
-                    "turn_id": c.turn_id,
-                    "event_id": c.event_id,
-                    "action": c.action,
-                    "before": c.before,
-                    "after": c.after,
-                    "created_at": _time(c.created_at),
-                }
-                for c in TodoChange.objects.filter(todo_list=todo)
-                .select_related("user")
-                .order_by("id")
-            ],
-        }
+    # The todo list and its audit (todos_app), or None.
+    todo_list = first_answer(session_todos_exported.send(sender=Session, session=session))
     outcomes = [
         {
             "event_id": o.event_id,

@@ -11,14 +11,16 @@ from django.conf import settings
 from django.db import connection, models, transaction
 
 from sessions_app.ingest.base import ParsedSession
-from sessions_app.models import Event, Session, Turn
+from sessions_app.models import Event, Session, ToolOutcome, Turn
+from sessions_app.signals import parsed_session_written
 from sessions_app.store import (
+    EVENT_INSERT_COLUMNS,
+    TURN_COLUMNS,
     protocol_events,
     refresh_resume_status,
     resume_status,
     turn_from_record,
 )
-from todos_app.models import TodoItem, TodoList
 
 # Rows per INSERT statement. Django still caps this at the backend's limit on query
 # parameters (SQLite: 32766 on current builds), so large batches are safe everywhere.
@@ -157,42 +159,6 @@ def delete_sessions(session_ids: list[str]) -> int:
     return per_model.get(Session._meta.label, 0)
 
 
-_TURN_COLUMNS = (
-    "id",
-    "session_id",
-    "status",
-    "reason",
-    "failure_code",
-    "failure_stage",
-    "failure_message",
-    "status_note",
-    "started_at",
-    "finished_at",
-)
-_EVENT_COLUMNS = (
-    "session_id",
-    "turn_id",
-    "source_id",
-    "author",
-    "role",
-    "text",
-    "parts",
-    "reasoning",
-    "tool_calls",
-    "tool_response",
-    "tool_call_id",
-    "pending_call_ids",
-    "finish_reason",
-    "usage",
-    "state_delta",
-    "raw",
-    "created_at",
-    "updated_at",
-    "deleted_at",
-    "archived_at",
-)
-
-
 def stored_path(path: str) -> str:
     """`path` as the `Session.source_path` column holds it (cut to the column's length)."""
     return path[: cast(int, Session._meta.get_field("source_path").max_length)]
@@ -264,7 +230,7 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
         sid = session.id
         insert_rows(
             Turn,
-            _TURN_COLUMNS,
+            TURN_COLUMNS,  # each row's values in this (declaration) order
             (
                 (
                     t.id,
@@ -283,7 +249,7 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
         )
         insert_rows(
             Event,
-            _EVENT_COLUMNS,
+            EVENT_INSERT_COLUMNS,  # each row's values in this (declaration) order
             (
                 (
                     sid,
@@ -310,42 +276,29 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
                 for e in parsed.events
             ),
         )
-        if parsed.todos is not None:
-            todo_list = TodoList.objects.create(
-                session=session,
-                version=parsed.todo_version,
-                updated_at=parsed.todo_updated_at or parsed.updated_at,
-            )
-            TodoItem.objects.bulk_create(
-                [
-                    TodoItem(
-                        todo_list=todo_list,
-                        position=position,
-                        content=item.content,
-                        status=item.status,
-                        active_form=item.active_form,
-                    )
-                    for position, item in enumerate(parsed.todos)
-                ],
-                batch_size=BATCH_SIZE,
-            )
-        if parsed.todo_changes or parsed.tool_outcomes:
-            _write_export_extras(parsed, session)
+        event_ids, user_ids = (
+            _exported_ids(parsed, session)
+            if parsed.todo_changes or parsed.tool_outcomes
+            else ({}, {})
+        )
+        # The todo list, its items and audit rows (todos_app), in this transaction.
+        parsed_session_written.send(
+            sender=Session, session=session, parsed=parsed, event_ids=event_ids, user_ids=user_ids
+        )
         if parsed.tool_outcomes:
+            _write_tool_outcomes(parsed, session, event_ids, user_ids)
             refresh_resume_status(sid)
     return session
 
 
-def _write_export_extras(parsed: ParsedSession, session: Session) -> None:
-    """Audit rows and tool outcomes of an agentops export, with event ids and users mapped.
+def _exported_ids(parsed: ParsedSession, session: Session) -> tuple[dict[int, int], dict[str, int]]:
+    """(exported event id -> stored id, username -> user id) for an agentops export's
+    audit rows and tool outcomes.
 
     Event ids are database-assigned, so the exported ids are mapped by position: the
     n-th stored event of the session is the n-th parsed one.
     """
     from django.contrib.auth import get_user_model
-
-    from sessions_app.models import ToolOutcome
-    from todos_app.models import TodoChange
 
     new_ids = list(
         Event.objects.filter(session_id=session.id).order_by("id").values_list("id", flat=True)
@@ -363,30 +316,21 @@ def _write_export_extras(parsed: ParsedSession, session: Session) -> None:
         .objects.filter(username__in=[n for n in names if n])
         .values_list("username", "id")
     )
-    if parsed.todo_changes:
-        todo_list = TodoList.objects.get(session=session)
-        TodoChange.objects.bulk_create(
-            [
-                TodoChange(
-                    **{k: v for k, v in c.items() if k not in ("user", "event_id")},
-                    todo_list=todo_list,
-                    user_id=users.get(c.get("user") or ""),
-                    event_id=id_map.get(c["event_id"], c["event_id"])
-                    if c.get("event_id") is not None
-                    else None,
-                )
-                for c in parsed.todo_changes
-            ]
-        )
-    if parsed.tool_outcomes:
-        ToolOutcome.objects.bulk_create(
-            [
-                ToolOutcome(
-                    **{k: v for k, v in o.items() if k not in ("recorded_by", "event_id")},
-                    session=session,
-                    event_id=id_map[o["event_id"]],
-                    recorded_by_id=users.get(o.get("recorded_by") or ""),
-                )
-                for o in parsed.tool_outcomes
-            ]
-        )
+    return id_map, users
+
+
+def _write_tool_outcomes(
+    parsed: ParsedSession, session: Session, id_map: dict[int, int], users: dict[str, int]
+) -> None:
+    """The recorded tool outcomes of an agentops export, with event ids and users mapped."""
+    ToolOutcome.objects.bulk_create(
+        [
+            ToolOutcome(
+                **{k: v for k, v in o.items() if k not in ("recorded_by", "event_id")},
+                session=session,
+                event_id=id_map[o["event_id"]],
+                recorded_by_id=users.get(o.get("recorded_by") or ""),
+            )
+            for o in parsed.tool_outcomes
+        ]
+    )

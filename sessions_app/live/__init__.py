@@ -50,6 +50,7 @@ from django.conf import settings
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from agentops.runtime.errors import SessionNotFoundError
 from agentops.runtime.model import Content, Event
@@ -325,10 +326,10 @@ class LiveSessionService(DjangoSessionService):
 
 
 def get_todo_store() -> TodoStore:
-    """The durable todo store on the database rows (`todos_app.store`, SPEC.md 7)."""
-    from todos_app.store import get_todo_store as durable
-
-    return durable()
+    """The durable todo store (SPEC.md 7): what the factory at the dotted path
+    settings.AGENTOPS_TODO_STORE returns (the todo rows: `todos_app.store`)."""
+    store: TodoStore = import_string(settings.AGENTOPS_TODO_STORE)()
+    return store
 
 
 def get_agent(path: str = "") -> AgentLike:

@@ -24,7 +24,7 @@ def filter_sessions(
     `query` searched in ids, titles, apps, users and source paths; `health` is
     `cannot_resume` (the next run would be refused) or `open_calls` (any unanswered call).
     """
-    if status in Turn.Status.values:
+    if status in TURN_STATUSES:
         sessions = sessions.with_latest_turn_status(status)
     if app:
         sessions = sessions.filter(app_name=app)
@@ -35,6 +35,10 @@ def filter_sessions(
     elif health == "open_calls":
         sessions = sessions.filter(protocol_issue_count__gt=0)
     return sessions
+
+
+#: The turn statuses a list may be filtered by, in the runtime's order.
+TURN_STATUSES = [status.value for status in Turn.Status]
 
 
 @require_GET
@@ -66,7 +70,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "app": app,
         "q": query,
         "health": health,
-        "statuses": Turn.Status.values,
+        "statuses": TURN_STATUSES,
         "apps": list(
             Session.objects.order_by("app_name").values_list("app_name", flat=True).distinct()
         ),

@@ -1,0 +1,60 @@
+"""The stored columns of events and turns, read once from the models.
+
+The models' field declarations are the one definition of what an event or a turn
+stores; these lists are read from them (`Model._meta`, declaration order) for the code
+that names columns: the service's queries (`EVENT_RUNTIME_COLUMNS`), the import writer's
+INSERT (`EVENT_INSERT_COLUMNS`, `TURN_COLUMNS`) and the export (`json_row`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import models as django_models
+
+from sessions_app import models
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "EVENT_INSERT_COLUMNS",
+    "EVENT_PRODUCT_COLUMNS",
+    "EVENT_RUNTIME_COLUMNS",
+    "TURN_COLUMNS",
+    "column_names",
+    "json_row",
+]
+
+
+def column_names(model: type[django_models.Model]) -> tuple[str, ...]:
+    """The attribute names of `model`'s stored columns, in declaration order (a foreign
+    key by its column attribute, e.g. ``session_id``)."""
+    return tuple(field.attname for field in model._meta.concrete_fields)
+
+
+#: Every stored column of an event (`models.Event`).
+EVENT_COLUMNS = column_names(models.Event)
+
+#: Event columns the runtime's `Event` has no field for: the importer's bookkeeping
+#: (source id, pending calls, raw source records) and soft deletion / archiving.
+EVENT_PRODUCT_COLUMNS = ("source_id", "pending_call_ids", "raw", "deleted_at", "archived_at")
+
+#: The event columns a runtime `Event` is built from (`rows.event_from_values`).
+EVENT_RUNTIME_COLUMNS = tuple(c for c in EVENT_COLUMNS if c not in EVENT_PRODUCT_COLUMNS)
+
+#: The event columns an INSERT names: all but the id, which the database assigns in
+#: insertion order (so id order is conversation order, SPEC.md 1).
+EVENT_INSERT_COLUMNS = tuple(c for c in EVENT_COLUMNS if c != "id")
+
+#: Every stored column of a turn (`models.Turn`).
+TURN_COLUMNS = column_names(models.Turn)
+
+
+def json_row(row: django_models.Model, columns: tuple[str, ...]) -> dict[str, Any]:
+    """`{column: value}` of `row` for `columns` (in that order), JSON-ready: datetimes as
+    ISO 8601 strings (UTC as stored), None and JSON column values as they are."""
+    values: dict[str, Any] = {}
+    for name in columns:
+        value = getattr(row, name)
+        values[name] = value.isoformat() if isinstance(value, datetime) else value
+    return values

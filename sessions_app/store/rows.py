@@ -1,0 +1,132 @@
+"""Rows <-> runtime values: the one place that translates between the models and the
+runtime's `Event`, `Session` and `Turn` (SPEC.md 1-2 shapes, UTC timestamps)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+from agentops.runtime.model import Content, Event, FinishReason, Usage
+from agentops.runtime.session import Session, Turn, TurnFailure, TurnReason, TurnStatus
+from sessions_app import models
+from sessions_app.store.columns import EVENT_RUNTIME_COLUMNS
+
+__all__ = [
+    "TurnRecord",
+    "event_from_row",
+    "event_from_values",
+    "row_fields_from_event",
+    "session_from_row",
+    "turn_from_record",
+    "turn_from_row",
+]
+
+
+def event_from_values(row: dict[str, Any]) -> Event:
+    """The runtime `Event` for a stored row given as a dict of `EVENT_RUNTIME_COLUMNS`
+    values (as `QuerySet.values(*EVENT_RUNTIME_COLUMNS)` returns them; SPEC.md 1 shapes,
+    UTC)."""
+    content: dict[str, Any] = {
+        "role": row["role"],
+        "text": row["text"],
+        "parts": row["parts"] or (),
+        "reasoning": row["reasoning"],
+        "tool_calls": row["tool_calls"] or (),
+        "tool_response": row["tool_response"],
+        "tool_call_id": row["tool_call_id"],
+    }
+    return Event(
+        id=row["id"],
+        session_id=row["session_id"],
+        turn_id=row["turn_id"],
+        author=row["author"],
+        content=Content.model_validate(content),
+        finish_reason=FinishReason(row["finish_reason"] or ""),
+        usage=Usage.model_validate(row["usage"]) if row["usage"] else None,
+        state_delta=row["state_delta"] or {},
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def event_from_row(row: models.Event) -> Event:
+    """The runtime `Event` for a stored model instance."""
+    return event_from_values({name: getattr(row, name) for name in EVENT_RUNTIME_COLUMNS})
+
+
+def row_fields_from_event(event: Event) -> dict[str, Any]:
+    """Column values for storing `event` (without id, session and timestamps)."""
+    content = event.content.model_dump(mode="json")
+    return {
+        "turn_id": event.turn_id,
+        "author": event.author,
+        "role": content["role"],
+        "text": content["text"],
+        "parts": content["parts"],
+        "reasoning": content["reasoning"],
+        "tool_calls": content["tool_calls"],
+        "tool_response": content["tool_response"],
+        "tool_call_id": content["tool_call_id"],
+        "finish_reason": event.finish_reason.value,
+        "usage": event.usage.model_dump(mode="json") if event.usage else None,
+        "state_delta": event.state_delta,
+    }
+
+
+def session_from_row(row: models.Session) -> Session:
+    """The runtime `Session` for a stored row."""
+    return Session(
+        id=row.id,
+        app_name=row.app_name,
+        user_id=row.user_id,
+        state=row.state,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+class TurnRecord(Protocol):
+    """What `turn_from_record` reads: a `models.Turn` row or an importer's `ParsedTurn`."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def failure_code(self) -> str: ...
+    @property
+    def failure_stage(self) -> str: ...
+    @property
+    def failure_message(self) -> str: ...
+    @property
+    def started_at(self) -> datetime: ...
+    @property
+    def finished_at(self) -> datetime | None: ...
+
+
+def turn_from_record(record: TurnRecord, session_id: str) -> Turn:
+    """The runtime `Turn` of a turn record (an empty failure code means no failure).
+    Raises ValueError for a status or reason SPEC.md 2 does not name."""
+    failure = (
+        TurnFailure(
+            code=record.failure_code, message=record.failure_message, stage=record.failure_stage
+        )
+        if record.failure_code
+        else None
+    )
+    return Turn(
+        id=record.id,
+        session_id=session_id,
+        status=TurnStatus(record.status),
+        reason=TurnReason(record.reason),
+        failure=failure,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
+    )
+
+
+def turn_from_row(row: models.Turn) -> Turn:
+    """The runtime `Turn` for a stored row."""
+    return turn_from_record(row, row.session_id)

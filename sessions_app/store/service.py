@@ -1,0 +1,290 @@
+"""The Django session service: the runtime's store protocols on the ORM (SPEC.md 2).
+
+`DjangoSessionService` implements `SessionService`, `TurnStore` and `RunLock` from
+`agentops.runtime.session` on the `Session`, `Turn` and `Event` models, translating
+through `sessions_app.store.rows`. Every method is async (usable from a Channels
+consumer or the Runner); the ORM work runs in a worker thread through `sync_to_async`,
+one transaction per operation. The session's todo list is kept by whichever app answers
+`sessions_app.signals` (todos_app), inside the same transactions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agentops.runtime import errors
+from agentops.runtime.model import Event
+from agentops.runtime.session import (
+    Session,
+    Turn,
+    TurnOutcome,
+    TurnReason,
+    TurnStatus,
+    validate_outcome,
+)
+from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos
+from sessions_app import models
+from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
+from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
+from sessions_app.store.rows import row_fields_from_event, session_from_row, turn_from_row
+from sessions_app.store.run_lock import run_lock
+
+__all__ = ["DjangoSessionService"]
+
+
+class DjangoSessionService:
+    """`SessionService` + `TurnStore` + `RunLock` on the Django models (SPEC.md 2).
+
+    All methods are coroutines; errors are the runtime's named exceptions
+    (`SessionNotFoundError`, `TurnNotFoundError`, `TurnStateConflictError`, ...).
+    """
+
+    # -- sessions and events -------------------------------------------------------------
+
+    async def create_session(
+        self,
+        app_name: str,
+        user_id: str = "",
+        *,
+        session_id: str | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> Session:
+        """Create a session (id: a new UUID4 hex when None); duplicate id -> ValueError."""
+        return await sync_to_async(self._create_session)(app_name, user_id, session_id, state)
+
+    def _create_session(
+        self, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any] | None
+    ) -> Session:
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                row = models.Session.objects.create(
+                    id=session_id or uuid.uuid4().hex,
+                    app_name=app_name,
+                    user_id=user_id,
+                    state=dict(state or {}),
+                    created_at=now,
+                    updated_at=now,
+                )
+        except IntegrityError:
+            raise ValueError(f"session {session_id!r} already exists") from None
+        return session_from_row(row)
+
+    async def get_session(self, session_id: str) -> Session | None:
+        """The session, or None when it does not exist.
+
+        `state["todos"]` is read from the todo rows (`signals.session_todos_requested`;
+        present once the session has a todo list, SPEC.md 7), never from the stored state.
+        """
+        return await sync_to_async(self._get_session)(session_id)
+
+    def _get_session(self, session_id: str) -> Session | None:
+        row = models.Session.objects.filter(pk=session_id).first()
+        if row is None:
+            return None
+        # Todos: the app keeping the todo rows is the one source of truth (SPEC.md 7).
+        state = {k: v for k, v in row.state.items() if k != TODOS_STATE_KEY}
+        todos = first_answer(session_todos_requested.send(sender=models.Session, session_id=row.id))
+        if todos is not None:
+            state[TODOS_STATE_KEY] = todos
+        return session_from_row(row).model_copy(update={"state": state})
+
+    async def list_events(self, session_id: str) -> list[Event]:
+        """Active events (not deleted, not archived) in id order; unknown session raises."""
+        return await sync_to_async(self._list_events)(session_id)
+
+    def _list_events(self, session_id: str) -> list[Event]:
+        if not models.Session.objects.filter(pk=session_id).exists():
+            raise errors.SessionNotFoundError(session_id)
+        return load_events(session_id)
+
+    async def append_event(self, event: Event) -> Event:
+        """Store a complete event and merge its state delta into the session state, in one
+        transaction (the session row is locked first on PostgreSQL). Returns the stored copy
+        (id > 0, UTC timestamps). Partial -> InvalidEventError; unknown session ->
+        SessionNotFoundError.
+
+        A delta setting `todos` replaces the todo rows instead (coerced per SPEC.md 7,
+        `signals.session_todos_set`: versioned and audited as an agent change, same
+        transaction); a non-list value raises `TodoShapeError` and nothing is stored."""
+        if event.partial:
+            raise errors.InvalidEventError(event.session_id, "partial events are never stored")
+        return await sync_to_async(self._append_event)(event)
+
+    def _append_event(self, event: Event) -> Event:
+        delta = dict(event.state_delta)
+        fields = row_fields_from_event(event)
+        with transaction.atomic():
+            # Inside the transaction: on SQLite BEGIN IMMEDIATE already holds the write
+            # lock, so timestamps grow with ids.
+            now = timezone.now()
+            if not delta:
+                # Nothing to merge (most events): one UPDATE both checks that the session
+                # exists and locks its row (PostgreSQL) before the INSERT, so a session's
+                # event ids still grow in commit order; two statements instead of three.
+                touched = models.Session.objects.filter(pk=event.session_id).update(updated_at=now)
+                if not touched:
+                    raise errors.SessionNotFoundError(event.session_id)
+                row_id = self._insert_event(event.session_id, now, fields)
+                return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
+            # A delta: read-modify-write of the state under the row lock (SELECT ... FOR
+            # UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already holds the write lock).
+            state = (
+                models.Session.objects.select_for_update()
+                .filter(pk=event.session_id)
+                .values_list("state", flat=True)
+                .first()
+            )
+            if state is None:
+                raise errors.SessionNotFoundError(event.session_id)
+            row_id = self._insert_event(event.session_id, now, fields)
+            if TODOS_STATE_KEY in delta:
+                # Todos: route to the rows (the one source of truth), not Session.state.
+                session_todos_set.send(
+                    sender=models.Session,
+                    session_id=event.session_id,
+                    items=coerce_todos(delta.pop(TODOS_STATE_KEY)),
+                    turn_id=event.turn_id,
+                    event_id=row_id,
+                )
+            update: dict[str, Any] = {"updated_at": now}
+            if delta:
+                update["state"] = {**state, **delta}
+            models.Session.objects.filter(pk=event.session_id).update(**update)
+        return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
+
+    @staticmethod
+    def _insert_event(session_id: str, now: datetime, fields: dict[str, Any]) -> int:
+        row = models.Event.objects.create(
+            session_id=session_id, created_at=now, updated_at=now, **fields
+        )
+        return row.id
+
+    async def delete_event(self, session_id: str, event_id: int) -> None:
+        """Soft-delete an event (it leaves the active history, the row stays)."""
+        await sync_to_async(self._delete_event)(session_id, event_id)
+
+    def _delete_event(self, session_id: str, event_id: int) -> None:
+        with transaction.atomic():
+            updated = models.Event.objects.filter(
+                session_id=session_id, pk=event_id, deleted_at__isnull=True
+            ).update(deleted_at=timezone.now())
+            if not updated:
+                raise errors.EventNotFoundError(session_id, event_id)
+
+    # -- turns ---------------------------------------------------------------------------
+
+    async def begin_turn(self, session_id: str, turn: Turn) -> Turn:
+        """Record a new running turn (SPEC.md 2); invalid or duplicate -> InvalidTurnError."""
+        if not turn.id:
+            raise errors.InvalidTurnError(turn.id, "a turn needs an id")
+        if turn.session_id != session_id:
+            raise errors.InvalidTurnError(
+                turn.id, f"turn belongs to session {turn.session_id!r}, not {session_id!r}"
+            )
+        if turn.status is not TurnStatus.RUNNING:
+            raise errors.InvalidTurnError(turn.id, f"a new turn must be running, not {turn.status}")
+        return await sync_to_async(self._begin_turn)(session_id, turn)
+
+    def _begin_turn(self, session_id: str, turn: Turn) -> Turn:
+        with transaction.atomic():
+            if not models.Session.objects.filter(pk=session_id).exists():
+                raise errors.SessionNotFoundError(session_id)
+            if models.Turn.objects.filter(pk=turn.id).exists():
+                raise errors.InvalidTurnError(turn.id, "a turn with this id already exists")
+            row = models.Turn.objects.create(
+                id=turn.id,
+                session_id=session_id,
+                status=TurnStatus.RUNNING,
+                started_at=turn.started_at,
+            )
+            models.Session.objects.filter(pk=session_id).update(updated_at=timezone.now())
+        return turn_from_row(row)
+
+    async def finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
+        """Move a running turn to `outcome` atomically: the status check is part of the
+        UPDATE itself, so of two concurrent finalisers exactly one wins. Raises
+        InvalidOutcomeError, TurnNotFoundError or TurnStateConflictError (SPEC.md 2)."""
+        validate_outcome(outcome)
+        return await sync_to_async(self._finalize_turn)(turn_id, outcome)
+
+    def _finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
+        failure = outcome.failure
+        now = timezone.now()
+        with transaction.atomic():
+            updated = models.Turn.objects.filter(pk=turn_id, status=TurnStatus.RUNNING).update(
+                status=outcome.status.value,
+                reason=outcome.reason.value,
+                failure_code=failure.code if failure else "",
+                failure_stage=failure.stage if failure else "",
+                failure_message=failure.message if failure else "",
+                finished_at=now,
+            )
+            row = models.Turn.objects.filter(pk=turn_id).first()
+            if row is None:
+                raise errors.TurnNotFoundError(turn_id)
+            if not updated:
+                raise errors.TurnStateConflictError(turn_id, row.status)
+            models.Session.objects.filter(pk=row.session_id).update(updated_at=now)
+            refresh_resume_status(row.session_id)
+        return turn_from_row(row)
+
+    async def get_turn(self, turn_id: str) -> Turn | None:
+        """The turn, or None when missing."""
+        return await sync_to_async(self._get_turn)(turn_id)
+
+    def _get_turn(self, turn_id: str) -> Turn | None:
+        row = models.Turn.objects.filter(pk=turn_id).first()
+        return turn_from_row(row) if row else None
+
+    async def list_turns(self, session_id: str) -> list[Turn]:
+        """The session's turns by started_at, then id (uses index turn_session_order_idx)."""
+        return await sync_to_async(self._list_turns)(session_id)
+
+    def _list_turns(self, session_id: str) -> list[Turn]:
+        return load_turns(session_id)
+
+    async def interrupt_running_turns(
+        self, session_id: str, reason: TurnReason, *, only: Sequence[str] | None = None
+    ) -> list[Turn]:
+        """Mark every running turn of the session (or those of them whose ids are in
+        `only`) interrupted with `reason`, in one transaction; return them."""
+        validate_outcome(TurnOutcome(status=TurnStatus.INTERRUPTED, reason=reason))
+        return await sync_to_async(self._interrupt_running_turns)(session_id, reason, only)
+
+    def _interrupt_running_turns(
+        self, session_id: str, reason: TurnReason, only: Sequence[str] | None = None
+    ) -> list[Turn]:
+        now = timezone.now()
+        with transaction.atomic():
+            candidates = models.Turn.objects.select_for_update().filter(
+                session_id=session_id, status=TurnStatus.RUNNING
+            )
+            if only is not None:
+                candidates = candidates.filter(pk__in=list(only))
+            running = list(candidates.values_list("id", flat=True))
+            models.Turn.objects.filter(pk__in=running, status=TurnStatus.RUNNING).update(
+                status=TurnStatus.INTERRUPTED, reason=reason.value, finished_at=now
+            )
+            rows = list(models.Turn.objects.filter(pk__in=running).order_by("started_at", "id"))
+            if running:
+                refresh_resume_status(session_id)
+        return [turn_from_row(row) for row in rows]
+
+    # -- run lock ------------------------------------------------------------------------
+
+    def run_lock(
+        self, app_name: str, user_id: str, session_id: str, *, wait: float | None = None
+    ) -> AbstractAsyncContextManager[None]:
+        """Async context manager serialising runs of (app, user, session) (SPEC.md 2):
+        `sessions_app.store.run_lock.run_lock`. `wait`: give up after that many seconds
+        (None: wait as long as it takes); entering then raises TimeoutError."""
+        return run_lock(app_name, user_id, session_id, wait=wait)
