@@ -30,6 +30,9 @@ MATRIX: dict[str, tuple[str, str]] = {
     "root": ("page-redirect", "GET"),
     "sessions:list": ("page", "GET"),
     "turn_queue": ("page", "GET"),
+    "docs:index": ("page", "GET"),
+    "docs:page": ("page", "GET"),
+    "docs:export_schema": ("page", "GET"),
     "sessions:detail": ("object", "GET"),
     "sessions:turns": ("object", "GET"),
     "sessions:context": ("object", "GET"),
@@ -67,7 +70,7 @@ def _patterns(patterns, namespace=None, converters=()):
 def _url(name: str, parameters: tuple[str, ...], event_id: int) -> str:
     if name == "root":
         return "/"
-    values = {"session_id": SID, "turn_id": "t-1", "event_id": event_id, "index": 0}
+    values = {"session_id": SID, "turn_id": "t-1", "event_id": event_id, "index": 0, "name": "concepts"}
     return reverse(name, kwargs={key: values[key] for key in parameters})
 
 

@@ -3,7 +3,7 @@
 Pages link to concepts (`/docs/concepts.md#turn-statuses`) so that a label on a page is
 one click from its explanation; the URLs mirror the repository layout, so the relative
 links between the Markdown files work both here and when the files are read in a clone.
-Any signed-in user may read them. Markdown is rendered by markdown-it-py (GFM tables,
+Like every page, they are for users with a dashboard role. Markdown is rendered by markdown-it-py (GFM tables,
 heading anchors from mdit-py-plugins) and cleaned by nh3 like every other rendered text.
 """
 
@@ -16,9 +16,10 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import path, re_path
+from django.urls import path
 from django.views.decorators.http import require_safe
 
+from sessions_app.access import require_viewer
 from sessions_app.pages.rendering import render_document
 
 #: Where the documentation lives: the repository's own `docs/` folder.
@@ -58,6 +59,7 @@ def documents() -> list[tuple[str, str]]:
 def doc_page(request: HttpRequest, name: str = "README") -> HttpResponse:
     """GET /docs/ (the index) or /docs/NAME.md: one document rendered as a page; 404 if
     there is no such document."""
+    require_viewer(request)
     path = _doc_path(name)
     title, html = _rendered(path, path.stat().st_mtime_ns)
     return render(
@@ -71,6 +73,7 @@ def doc_page(request: HttpRequest, name: str = "README") -> HttpResponse:
 @login_required
 def export_schema(request: HttpRequest) -> FileResponse:
     """GET /docs/session-export.schema.json: the export format's JSON Schema."""
+    require_viewer(request)
     return FileResponse(
         (DOCS_DIR / EXPORT_SCHEMA).open("rb"), content_type="application/schema+json"
     )
@@ -80,5 +83,5 @@ app_name = "docs"
 urlpatterns = [
     path("", doc_page, name="index"),
     path(EXPORT_SCHEMA, export_schema, name="export_schema"),
-    re_path(r"^(?P<name>[A-Za-z0-9_-]+)\.md$", doc_page, name="page"),
+    path("<slug:name>.md", doc_page, name="page"),
 ]
