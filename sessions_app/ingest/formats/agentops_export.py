@@ -13,14 +13,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sessions_app.ingest.base import (
+from sessions_app.ingest.normalise import parse_iso
+from sessions_app.ingest.parsed import (
     ParsedEvent,
     ParsedSession,
     ParsedTodo,
     ParsedTurn,
     ParseResult,
-    parse_iso,
 )
+from sessions_app.ingest.registry import JsonDocumentFormat
+from sessions_app.models import Session
 
 EXPORT_SCHEMA = "agentops.session-export/1"
 
@@ -112,3 +114,10 @@ def parse_agentops_export(path: Path, data: dict[str, Any]) -> ParseResult:
         {**o, "recorded_at": _when(o["recorded_at"])} for o in data.get("tool_outcomes", [])
     ]
     return ParseResult(sessions=[parsed])
+
+
+FORMAT = JsonDocumentFormat(
+    name=Session.SourceFormat.AGENTOPS_EXPORT,
+    looks_like=looks_like_export,
+    parse_document=parse_agentops_export,
+)
