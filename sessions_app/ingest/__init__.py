@@ -28,12 +28,12 @@ from sessions_app.ingest.parsed import (
     ParsedTurn,
     ParseResult,
 )
-from sessions_app.ingest.registry import formats
+from sessions_app.ingest.registry import registered_formats
 from sessions_app.ingest.summary import ImportReport, summary_line
 from sessions_app.ingest.writer import write_parsed_session
 
 #: Every format name `import_file` takes (`Session.SourceFormat` values), in detection order.
-FORMATS: tuple[str, ...] = tuple(f.name for f in formats())
+FORMATS: tuple[str, ...] = tuple(f.name for f in registered_formats())
 
 __all__ = [
     "FORMATS",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import sessions_app.ingest.formats  # noqa: F401  (registers every format, in order)
-from sessions_app.ingest.registry import JsonDocumentFormat, JsonLinesFormat, formats
+from sessions_app.ingest.registry import JsonDocumentFormat, JsonLinesFormat, registered_formats
 
 #: How many lines of a JSON Lines file detection reads before it gives up.
 DETECTION_LINES = 50
@@ -28,7 +28,7 @@ def _first_lines(text: str, count: int) -> Iterator[str]:
 
 
 def _detect_jsonl(text: str) -> str | None:
-    line_formats = [f for f in formats() if isinstance(f, JsonLinesFormat)]
+    line_formats = [f for f in registered_formats() if isinstance(f, JsonLinesFormat)]
     for line in _first_lines(text, DETECTION_LINES):
         try:
             record = json.loads(line)
@@ -43,7 +43,7 @@ def _detect_jsonl(text: str) -> str | None:
 
 
 def _detect_json(data: Any) -> str | None:
-    for fmt in formats():
+    for fmt in registered_formats():
         if isinstance(fmt, JsonDocumentFormat) and fmt.looks_like(data):
             return fmt.name
     return None

@@ -73,7 +73,7 @@ def register(fmt: Format) -> None:
     _formats[fmt.name] = fmt
 
 
-def formats() -> tuple[Format, ...]:
+def registered_formats() -> tuple[Format, ...]:
     """Every registered format, in detection order."""
     return tuple(_formats.values())
 
