@@ -22,7 +22,9 @@ from sessions_app.ingest.parsed import ImportProblem, ParsedTodo
 SYNTHETIC_BASE = datetime(2000, 1, 1, tzinfo=UTC)
 _synthetic_base: ContextVar[datetime] = ContextVar("synthetic_base", default=SYNTHETIC_BASE)
 
-_FAILURE_CODE_RE = re.compile(r"[^a-z0-9_.-]+")
+# Runs of characters outside the runtime's failure-code alphabet
+# (`agentops.runtime.session.FAILURE_CODE_RE`), squeezed to "_" by `safe_failure_code`.
+_OUTSIDE_FAILURE_CODE = re.compile(r"[^a-z0-9_.-]+")
 
 
 def synthetic_time(index: int) -> datetime:
@@ -113,7 +115,7 @@ def normalise_arguments(value: Any) -> dict[str, Any]:
 
 def safe_failure_code(value: Any, default: str = "agent_error") -> str:
     """`value` squeezed into a SPEC.md 2 failure code: 1-128 chars of [a-z0-9_.-]."""
-    code = _FAILURE_CODE_RE.sub("_", str(value or "").lower()).strip("_")[:128]
+    code = _OUTSIDE_FAILURE_CODE.sub("_", str(value or "").lower()).strip("_")[:128]
     return code or default
 
 
