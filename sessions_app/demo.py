@@ -20,8 +20,13 @@ from typing import Any
 
 from django.db import transaction
 
-from sessions_app.ingest.base import ParsedEvent, ParsedSession, ParsedTodo, ParsedTurn
-from sessions_app.ingest.writer import write_parsed_session
+from sessions_app.ingest import (
+    ParsedEvent,
+    ParsedSession,
+    ParsedTodo,
+    ParsedTurn,
+    write_parsed_session,
+)
 from sessions_app.models import Session
 
 # Two days before today, 09:00 UTC: recent enough for the triage chart and "last activity",

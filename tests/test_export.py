@@ -18,6 +18,7 @@ from sessions_app.export import build_export
 from sessions_app.ingest import import_file
 from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.store import refresh_resume_status
+from tests.conftest import CORPUS
 from todos_app.models import TodoChange, TodoList
 
 pytestmark = pytest.mark.django_db
@@ -25,11 +26,7 @@ pytestmark = pytest.mark.django_db
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[1] / "docs" / "session-export.schema.json").read_text()
 )
-CORPUS_FILES = sorted(
-    p
-    for p in (Path(__file__).resolve().parents[2] / "shared" / "corpus").rglob("*")
-    if p.suffix in (".json", ".jsonl")
-)
+CORPUS_FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".json", ".jsonl"))
 
 
 def validate(document: dict[str, Any]) -> None:

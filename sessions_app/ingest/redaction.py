@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, cast
 import ahocorasick_rs
 
 if TYPE_CHECKING:
-    from sessions_app.ingest.base import ParsedSession, ParseResult
+    from sessions_app.ingest.parsed import ParsedSession, ParseResult
 
 MARKER_PREFIX = "[REDACTED:"
 

@@ -10,7 +10,7 @@ import orjson
 from django.conf import settings
 from django.db import connection, models, transaction
 
-from sessions_app.ingest.base import ParsedSession
+from sessions_app.ingest.parsed import ParsedSession
 from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.signals import parsed_session_written
 from sessions_app.store import (

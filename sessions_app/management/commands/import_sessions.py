@@ -17,33 +17,21 @@ from tqdm import tqdm
 from sessions_app.ingest import (
     FORMATS,
     ImportRefusedError,
-    ImportReport,
     UnknownFormatError,
-    detect_format,
     import_file,
+    summary_line,
+    transcript_files,
+    undetectable_reason,
 )
-
-SUFFIXES = (".jsonl", ".json")
 
 
 def collect_files(paths: list[str]) -> list[tuple[Path, bool]]:
-    """Files to import, in a stable order, each with `explicit` (named on the command line).
-
-    Directories are walked recursively for *.jsonl and *.json. Raises CommandError
-    (exit code 2) for a path that does not exist.
-    """
-    found: list[tuple[Path, bool]] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found.extend(
-                (p, False) for p in sorted(path.rglob("*")) if p.is_file() and p.suffix in SUFFIXES
-            )
-        elif path.is_file():
-            found.append((path, True))
-        else:
-            raise CommandError(f"{raw}: no such file or directory", returncode=2)
-    return found
+    """Files to import (`ingest.transcript_files`), each with `explicit` (named on the
+    command line). Raises CommandError (exit code 2) for a path that does not exist."""
+    try:
+        return transcript_files(paths)
+    except FileNotFoundError as exc:
+        raise CommandError(f"{exc.args[0]}: no such file or directory", returncode=2) from None
 
 
 class Command(BaseCommand):
@@ -74,27 +62,9 @@ class Command(BaseCommand):
             # Every file named on the command line must be readable and in a known format
             # before anything is imported, so one bad path never leaves a half-done run.
             for path, explicit in files:
-                if not explicit:
-                    continue
-                try:
-                    # As the import reads it: bytes that are not UTF-8 become U+FFFD.
-                    text = path.read_text(encoding="utf-8", errors="replace")
-                except OSError as exc:
-                    raise CommandError(f"{path}: cannot read ({exc})", returncode=2) from None
-                if not text.strip():
-                    raise CommandError(f"{path}: the file is empty", returncode=2)
-                try:
-                    fmt = detect_format(path, text)
-                except RecursionError:
-                    raise CommandError(
-                        f"{path}: JSON nested too deeply to read", returncode=2
-                    ) from None
-                if fmt is None:
-                    raise CommandError(
-                        f"{path}: unknown format (not Claude Code, Codex CLI, Google ADK, "
-                        "OpenAI chat messages, Agents SDK RunState or an agentops export)",
-                        returncode=2,
-                    )
+                reason = undetectable_reason(path) if explicit else None
+                if reason is not None:
+                    raise CommandError(f"{path}: {reason}", returncode=2)
         show = not options["no_progress"] and sys.stderr.isatty() and len(files) > 1
         refused = 0
         for path, explicit in tqdm(files, disable=not show, file=sys.stderr, unit="file"):
@@ -115,25 +85,10 @@ class Command(BaseCommand):
                 raise CommandError(f"{path}: cannot read ({exc})", returncode=2) from None
             for problem in report.problems:
                 self.stderr.write(str(problem))
-            self.stdout.write(self._summary(report))
+            self.stdout.write(summary_line(report))
             if report.status == "refused":
                 refused += 1
         if refused:
             raise CommandError(
                 f"{refused} file(s) refused (reasons above); nothing was written for them"
             )
-
-    @staticmethod
-    def _summary(report: ImportReport) -> str:
-        """One line: "PATH: imported (claude_code): 1 sessions, 2 turns, ..."."""
-        if report.status == "already imported":
-            return f"{report.path}: already imported (sessions: {', '.join(report.session_ids)})"
-        s = report.stats
-        figures = (
-            f"{s['sessions']} sessions, {s['turns']} turns, {s['events']} events, "
-            f"{s['tool_calls']} tool calls, {s['unanswered_calls']} unanswered calls, "
-            f"{s['pending_calls']} pending calls, {s['todo_items']} todo items, "
-            f"{s['skipped_lines']} skipped lines"
-        )
-        extra = f" (replaced {len(report.replaced)} existing)" if report.replaced else ""
-        return f"{report.path}: {report.status} ({report.source_format}): {figures}{extra}"

@@ -25,11 +25,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sessions_app.ingest.base import (
-    ImportProblem,
-    ParsedEvent,
-    ParseResult,
-    SessionBuilder,
+from sessions_app.ingest.builder import SessionBuilder
+from sessions_app.ingest.normalise import (
     coerce_todos,
     first_line,
     jsonl_objects,
@@ -37,8 +34,12 @@ from sessions_app.ingest.base import (
     parse_iso,
     synthetic_time,
 )
+from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
+from sessions_app.ingest.registry import JsonLinesFormat
 from sessions_app.models import Session
 
+#: The record types of a rollout (detection: one such record with a `payload`).
+CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context"})
 CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "<user_shell_command>")
 CALL_TYPES = {"function_call", "custom_tool_call", "local_shell_call"}
 OUTPUT_TYPES = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
@@ -206,3 +207,15 @@ def parse_codex_cli(path: Path, text: str) -> ParseResult:
         else [],
         problems=problems,
     )
+
+
+def looks_like_codex_record(record: dict[str, Any]) -> bool:
+    """True for a JSON Lines record with a rollout `type` and a `payload`."""
+    return record.get("type") in CODEX_TYPES and "payload" in record
+
+
+FORMAT = JsonLinesFormat(
+    name=Session.SourceFormat.CODEX_CLI,
+    looks_like_record=looks_like_codex_record,
+    parse_text=parse_codex_cli,
+)

@@ -30,16 +30,10 @@ from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 
-from sessions_app.ingest.base import (
-    ImportProblem,
-    ParsedEvent,
-    ParseResult,
-    SessionBuilder,
-    first_line,
-    normalise_arguments,
-    parse_iso,
-    synthetic_time,
-)
+from sessions_app.ingest.builder import SessionBuilder
+from sessions_app.ingest.normalise import first_line, normalise_arguments, parse_iso, synthetic_time
+from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
+from sessions_app.ingest.registry import JsonDocumentFormat
 from sessions_app.models import Session
 
 _CAMEL_RE = re.compile(r"_([a-z])")
@@ -183,3 +177,10 @@ def parse_google_adk(path: Path, data: Any) -> ParseResult:
         ],
         problems=problems,
     )
+
+
+FORMAT = JsonDocumentFormat(
+    name=Session.SourceFormat.GOOGLE_ADK,
+    looks_like=looks_like_adk,
+    parse_document=parse_google_adk,
+)

@@ -32,19 +32,30 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sessions_app.ingest.base import (
-    ImportProblem,
-    ParsedEvent,
-    ParseResult,
-    SessionBuilder,
+from sessions_app.ingest.builder import SessionBuilder
+from sessions_app.ingest.normalise import (
     coerce_todos,
     first_line,
     jsonl_objects,
     normalise_arguments,
     parse_iso,
 )
+from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
+from sessions_app.ingest.registry import JsonLinesFormat
 from sessions_app.models import Session
 
+#: Record types only Claude Code writes (detection: one such record, or a `sessionId`).
+CLAUDE_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "summary",
+        "system",
+        "progress",
+        "queue-operation",
+        "file-history-snapshot",
+    }
+)
 IGNORED_TYPES = frozenset(
     {"progress", "queue-operation", "file-history-snapshot", "system", "attachment"}
 )
@@ -310,3 +321,15 @@ def parse_claude_code(path: Path, text: str) -> ParseResult:
         else [],
         problems=problems,
     )
+
+
+def looks_like_claude_record(record: dict[str, Any]) -> bool:
+    """True for a JSON Lines record with a Claude Code record `type` or a `sessionId`."""
+    return record.get("type") in CLAUDE_TYPES or "sessionId" in record
+
+
+FORMAT = JsonLinesFormat(
+    name=Session.SourceFormat.CLAUDE_CODE,
+    looks_like_record=looks_like_claude_record,
+    parse_text=parse_claude_code,
+)

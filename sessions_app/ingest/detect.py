@@ -1,0 +1,92 @@
+"""Which format a file is in: the registered formats (`ingest.registry`) are asked in order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sessions_app.ingest.formats  # noqa: F401  (registers every format, in order)
+from sessions_app.ingest.registry import JsonDocumentFormat, JsonLinesFormat, registered_formats
+
+#: How many lines of a JSON Lines file detection reads before it gives up.
+DETECTION_LINES = 50
+
+
+def _first_lines(text: str, count: int) -> Iterator[str]:
+    """The first `count` lines of `text` (split at "\\n", as JSON Lines are), without
+    splitting the rest of a large file."""
+    start = 0
+    for _ in range(count):
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
+def _detect_jsonl(text: str) -> str | None:
+    line_formats = [f for f in registered_formats() if isinstance(f, JsonLinesFormat)]
+    for line in _first_lines(text, DETECTION_LINES):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        for fmt in line_formats:
+            if fmt.looks_like_record(record):
+                return fmt.name
+    return None
+
+
+def _detect_json(data: Any) -> str | None:
+    for fmt in registered_formats():
+        if isinstance(fmt, JsonDocumentFormat) and fmt.looks_like(data):
+            return fmt.name
+    return None
+
+
+def detect_format(path: Path, text: str) -> str | None:
+    """The `Session.SourceFormat` value of a file's content, or None when unknown.
+
+    JSONL (any line-per-record file): the first of the first 50 records that a JSON Lines
+    format recognises decides (Codex: `type` session_meta / response_item / event_msg /
+    turn_context and a `payload`; Claude Code: a Claude record type or `sessionId`). A
+    whole-file JSON document: an agentops export (`schema` key), RunState, ADK session, or
+    chat message list. The file name is only a tie-breaker (JSON first for `.json`, JSONL
+    first otherwise). May raise RecursionError for JSON nested too deeply to read.
+    """
+    if path.suffix != ".json":
+        found = _detect_jsonl(text)
+        if found:
+            return found
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _detect_jsonl(text) if path.suffix == ".json" else None
+    return _detect_json(data)
+
+
+def undetectable_reason(path: Path) -> str | None:
+    """Why `path` cannot be auto-detected, or None when it can: it cannot be read, is
+    empty, holds JSON nested too deeply to read, or is in no supported format. Read as the
+    import reads it (bytes that are not UTF-8 become U+FFFD)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return f"cannot read ({exc})"
+    if not text.strip():
+        return "the file is empty"
+    try:
+        fmt = detect_format(path, text)
+    except RecursionError:
+        return "JSON nested too deeply to read"
+    if fmt is None:
+        return (
+            "unknown format (not Claude Code, Codex CLI, Google ADK, OpenAI chat messages, "
+            "Agents SDK RunState or an agentops export)"
+        )
+    return None

@@ -1,0 +1,24 @@
+"""Why a file cannot be imported: not in a supported format, or refused as it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class UnknownFormatError(ValueError):
+    """The file is not in any supported format (or not in the one forced). Has `path`."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+
+
+class ImportRefusedError(ValueError):
+    """The file was read but cannot be imported as it is (nothing was written). Has
+    `path`; the message says why: a session id a URL cannot carry, a session that exists
+    from another source (see `import_file`'s `replace`), JSON nested too deeply to read,
+    an agentops export that does not fit its format (`sessions_app.export.format`)."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(f"{path}: {detail}")
+        self.path = path

@@ -1,0 +1,154 @@
+"""Helpers every parser uses to read its source: times, JSON Lines, tool-call arguments,
+failure codes, todo items and titles.
+
+All datetimes are timezone-aware UTC. Sources without timestamps use
+`synthetic_time(index)`: a base time plus `index` seconds. The base is the source file's
+modification time (`synthetic_times_from`, set by `parse_file`: when the file was last
+written is the best evidence of when its session ran); outside that, 2000-01-01T00:00:00Z.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sessions_app.ingest.parsed import ImportProblem, ParsedTodo
+
+SYNTHETIC_BASE = datetime(2000, 1, 1, tzinfo=UTC)
+_synthetic_base: ContextVar[datetime] = ContextVar("synthetic_base", default=SYNTHETIC_BASE)
+
+# Runs of characters outside the runtime's failure-code alphabet
+# (`agentops.runtime.session.FAILURE_CODE_RE`), squeezed to "_" by `safe_failure_code`.
+_OUTSIDE_FAILURE_CODE = re.compile(r"[^a-z0-9_.-]+")
+
+
+def synthetic_time(index: int) -> datetime:
+    """A UTC time for sources without timestamps: the current base (`synthetic_times_from`;
+    default 2000-01-01Z) plus `index` seconds."""
+    return _synthetic_base.get() + timedelta(seconds=index)
+
+
+@contextmanager
+def synthetic_times_from(base: datetime) -> Iterator[None]:
+    """Within the block, `synthetic_time(0)` is `base` (aware; converted to UTC, whole
+    seconds). Raises ValueError for a naive `base`."""
+    if base.tzinfo is None:
+        raise ValueError("synthetic_times_from needs an aware datetime")
+    token = _synthetic_base.set(base.astimezone(UTC).replace(microsecond=0))
+    try:
+        yield
+    finally:
+        _synthetic_base.reset(token)
+
+
+def parse_iso(value: Any) -> datetime | None:
+    """An ISO 8601 string ("...Z" or with offset) or epoch seconds as an aware UTC datetime.
+
+    Returns None for anything else (missing, empty, unparsable). Naive values are taken
+    as UTC.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        # Python 3.11's fromisoformat reads "Z" and fractional seconds of any length.
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def jsonl_objects(
+    name: str, text: str, problems: list[ImportProblem]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) for each line of a JSON Lines text (jsonlines.org)
+    that holds a JSON object. Blank lines are skipped; a line that is not valid JSON or
+    holds another JSON value is reported in `problems` ("not valid JSON (<reason>)",
+    "not a JSON object (got <type>)") and skipped. `name` is the file named in problems.
+    """
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(ImportProblem(name, number, f"not valid JSON ({exc.msg})"))
+            continue
+        if not isinstance(record, dict):
+            kind = type(record).__name__
+            problems.append(ImportProblem(name, number, f"not a JSON object (got {kind})"))
+            continue
+        yield number, record
+
+
+def normalise_arguments(value: Any) -> dict[str, Any]:
+    """Tool-call arguments as a JSON object (SPEC.md 1 ToolCall).
+
+    A JSON string holding an object is unwrapped; empty/None becomes {}; any other value
+    (a non-object JSON string, a list, a scalar) is kept under {"_raw": value} so nothing
+    is lost and the shape stays an object.
+    """
+    if value is None or value == "":
+        return {}
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return {"_raw": value}
+        if isinstance(decoded, dict):
+            return decoded
+        return {"_raw": decoded}
+    return {"_raw": value}
+
+
+def safe_failure_code(value: Any, default: str = "agent_error") -> str:
+    """`value` squeezed into a SPEC.md 2 failure code: 1-128 chars of [a-z0-9_.-]."""
+    code = _OUTSIDE_FAILURE_CODE.sub("_", str(value or "").lower()).strip("_")[:128]
+    return code or default
+
+
+def coerce_todos(value: Any) -> list[ParsedTodo]:
+    """Todo items from a TodoWrite/update_plan payload (SPEC.md 7 reading rules).
+
+    Accepts Claude's {content, status, activeForm}, the old {id, content, status,
+    priority} and Codex's {step, status}; non-mapping entries are skipped; non-string
+    fields become "". Anything other than a list gives no items.
+    """
+    items: list[ParsedTodo] = []
+    if not isinstance(value, list):
+        return items
+    for entry in value:
+        if not isinstance(entry, dict):
+            continue
+        content = entry.get("content", entry.get("step", ""))
+        status = entry.get("status", "pending")
+        active = entry.get("activeForm", entry.get("active_form", ""))
+        items.append(
+            ParsedTodo(
+                content=content if isinstance(content, str) else "",
+                status=status if isinstance(status, str) else "",
+                active_form=active if isinstance(active, str) else "",
+            )
+        )
+    return items
+
+
+def first_line(text: str, limit: int = 80) -> str:
+    """The first non-empty line of `text`, cut to `limit` characters (for titles)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""

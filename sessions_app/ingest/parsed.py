@@ -1,0 +1,156 @@
+"""The normalised intermediate form every importer produces.
+
+Each parser turns one source file into `ParseResult` (a list of `ParsedSession` plus the
+`ImportProblem`s of the lines it skipped); `write_parsed_session` (in `writer.py`) stores
+one `ParsedSession`. All datetimes are timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(slots=True)
+class ImportProblem:
+    """A line (or the whole file) an importer could not use.
+
+    `line` is 1-based, as editors show it (0 means the file as a whole); `reason` is a
+    short specific message. `str()` gives "PATH:LINE: reason".
+    """
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass(slots=True)
+class ParsedTodo:
+    """One todo item (SPEC.md 7): content, status (any string) and active form ("" = none)."""
+
+    content: str
+    status: str = "pending"
+    active_form: str = ""
+
+
+@dataclass(slots=True)
+class ParsedTurn:
+    """A turn's record (SPEC.md 2). `status_note` says why the importer chose the outcome."""
+
+    id: str
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    reason: str = ""
+    status_note: str = ""
+    failure_code: str = ""
+    failure_stage: str = ""
+    failure_message: str = ""
+
+
+@dataclass(slots=True)
+class ParsedEvent:
+    """One event in `Event` column shapes (see sessions_app.models.Event).
+
+    `raw` is the source record (or the list of records merged into this event).
+    """
+
+    role: str
+    created_at: datetime
+    turn_id: str = ""
+    text: str = ""
+    author: str = ""
+    source_id: str = ""
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_response: dict[str, Any] | None = None
+    tool_call_id: str = ""
+    pending_call_ids: list[str] = field(default_factory=list)
+    finish_reason: str = ""
+    usage: dict[str, Any] | None = None
+    state_delta: dict[str, Any] = field(default_factory=dict)
+    raw: Any = None
+    # Only an agentops export carries these (None: updated_at = created_at, not deleted,
+    # not archived; original_id: the id the event had where it was exported).
+    updated_at: datetime | None = None
+    deleted_at: datetime | None = None
+    archived_at: datetime | None = None
+    original_id: int | None = None
+
+    @property
+    def answered_call_id(self) -> str:
+        """The call id this (tool) event answers: tool_response's, else tool_call_id."""
+        if self.tool_response and self.tool_response.get("tool_call_id"):
+            return str(self.tool_response["tool_call_id"])
+        return self.tool_call_id
+
+
+@dataclass(slots=True)
+class ParsedSession:
+    """A whole session ready to be written: header, turns, events (in order) and todos.
+
+    `todos` is the last todo-list write seen (None = the source never wrote one);
+    `todo_version` counts the writes and `todo_updated_at` is the time of the last one.
+    `source_format` is a `Session.SourceFormat` value.
+    """
+
+    id: str
+    app_name: str
+    user_id: str
+    title: str
+    state: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    source_format: str
+    turns: list[ParsedTurn] = field(default_factory=list)
+    events: list[ParsedEvent] = field(default_factory=list)
+    todos: list[ParsedTodo] | None = None
+    todo_version: int = 0
+    todo_updated_at: datetime | None = None
+    # Only an agentops export carries these. `source_path` (None: the imported file's
+    # path) keeps where the session first came from. `todo_changes` and `tool_outcomes`
+    # are rows in `TodoChange` / `ToolOutcome` attnames, except that `event_id` holds the
+    # exported event id (mapped to the new id on write) and `user` / `recorded_by` a
+    # username (None or unknown: no user).
+    source_path: str | None = None
+    todo_changes: list[dict[str, Any]] = field(default_factory=list)
+    tool_outcomes: list[dict[str, Any]] = field(default_factory=list)
+
+    def stats(self) -> dict[str, int]:
+        """Counts for summaries and tests.
+
+        Keys: turns, events, tool_calls, unanswered_calls (no result anywhere later and not
+        pending), pending_calls (awaiting approval / long-running, no result), todo_items.
+        """
+        answered: set[str] = set()
+        pending: set[str] = set()
+        calls: list[str] = []
+        for event in self.events:
+            if event.role == "tool":
+                answered.add(event.answered_call_id)
+            for call in event.tool_calls:
+                calls.append(str(call.get("id", "")))
+            pending.update(event.pending_call_ids)
+        open_calls = [c for c in calls if c not in answered]
+        return {
+            "turns": len(self.turns),
+            "events": len(self.events),
+            "tool_calls": len(calls),
+            "unanswered_calls": sum(1 for c in open_calls if c not in pending),
+            "pending_calls": sum(1 for c in open_calls if c in pending),
+            "todo_items": len(self.todos or []),
+        }
+
+
+@dataclass(slots=True)
+class ParseResult:
+    """What a parser returns: sessions found, and the lines it skipped (with reasons)."""
+
+    sessions: list[ParsedSession]
+    problems: list[ImportProblem] = field(default_factory=list)
+    source_format: str = ""

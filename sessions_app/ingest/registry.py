@@ -1,0 +1,83 @@
+"""The formats the importer reads, in the order detection asks them.
+
+A format is one parser module under `ingest/formats/` that defines one `Format` object;
+`ingest/formats/__init__.py` registers them in detection order. A format is either
+JSON Lines (`JsonLinesFormat`: one record per line; detection looks at single records)
+or one JSON document (`JsonDocumentFormat`: detection looks at the decoded document).
+Both parse the file's whole text into a `ParseResult` (`Format.parse`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sessions_app.ingest.errors import UnknownFormatError
+from sessions_app.ingest.parsed import ParseResult
+
+
+@dataclass(frozen=True, slots=True)
+class JsonLinesFormat:
+    """A JSON Lines format: `looks_like_record(record)` is True for one decoded line (a
+    JSON object) that only this format writes; `parse_text(path, text)` parses the file."""
+
+    name: str
+    looks_like_record: Callable[[dict[str, Any]], bool]
+    parse_text: Callable[[Path, str], ParseResult]
+
+    def parse(self, path: Path, text: str) -> ParseResult:
+        """The file's sessions and the lines skipped (see `Format`)."""
+        return self.parse_text(path, text)
+
+
+@dataclass(frozen=True, slots=True)
+class JsonDocumentFormat:
+    """A whole-file JSON format: `looks_like(data)` is True for a decoded document in this
+    format; `parse_document(path, data)` parses it."""
+
+    name: str
+    looks_like: Callable[[Any], bool]
+    parse_document: Callable[[Path, Any], ParseResult]
+
+    def parse(self, path: Path, text: str) -> ParseResult:
+        """Decode `text` and parse it; `UnknownFormatError` when it is not a JSON document
+        or not one in this format."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UnknownFormatError(
+                path, f"not a JSON document (line {exc.lineno}: {exc.msg})"
+            ) from None
+        if not self.looks_like(data):
+            raise UnknownFormatError(path, f"content is not in format {self.name!r}")
+        return self.parse_document(path, data)
+
+
+#: One supported transcript format. `name` is its `Session.SourceFormat` value;
+#: `parse(path, text)` reads the file's whole text and returns its sessions and problems
+#: (raising `UnknownFormatError` when the text is not in this format, `ImportRefusedError`
+#: when it is but cannot be imported as it is).
+Format = JsonLinesFormat | JsonDocumentFormat
+
+_formats: dict[str, Format] = {}
+
+
+def register(fmt: Format) -> None:
+    """Add `fmt` after the formats registered so far (detection asks them in this order).
+    Raises ValueError when a format of that name is registered already."""
+    if fmt.name in _formats:
+        raise ValueError(f"format {fmt.name!r} is registered already")
+    _formats[fmt.name] = fmt
+
+
+def registered_formats() -> tuple[Format, ...]:
+    """Every registered format, in detection order."""
+    return tuple(_formats.values())
+
+
+def format_named(name: str) -> Format | None:
+    """The registered format called `name` (a `Session.SourceFormat` value), or None."""
+    return _formats.get(name)

@@ -1,0 +1,79 @@
+"""What an import replaces: the replace rules of `import_file`.
+
+A changed version of a file replaces its sessions: sessions imported from the same path
+are deleted (also those the new version no longer holds) and the new ones written. A
+session id that exists from another source (another file, the runtime, the demo) refuses
+the file, unless the caller asks to replace such sessions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sessions_app.ingest.errors import ImportRefusedError
+from sessions_app.ingest.parsed import ParsedSession
+from sessions_app.ingest.writer import stored_path, stored_source_path
+from sessions_app.models import ImportedFile, Session
+
+
+@dataclass(slots=True)
+class Replacement:
+    """What importing a file replaces: `session_ids` (sessions to delete before the new
+    ones are written: existing ones with the file's ids, then sessions an older version of
+    the file held that this one does not) and `stale_records` (primary keys of the
+    `ImportedFile` records that no longer describe the database)."""
+
+    session_ids: list[str]
+    stale_records: list[int]
+
+
+def _origin(source_format: str, source_path: str) -> str:
+    label = (
+        Session.SourceFormat(source_format).label
+        if source_format in Session.SourceFormat.values
+        else source_format
+    )
+    return f"{label}, {source_path}" if source_path else label
+
+
+def plan_replacement(path: Path, sessions: list[ParsedSession], replace: bool) -> Replacement:
+    """The sessions and import records that importing `sessions` from `path` replaces.
+
+    Call inside the import's transaction. Raises `ImportRefusedError` when a session id
+    exists from another source (another file, the runtime, the demo) and `replace` is
+    not set.
+    """
+    ids = [s.id for s in sessions]
+    sources = {s.id: stored_source_path(s, str(path)) for s in sessions}
+    existing = list(
+        Session.objects.filter(id__in=ids).values_list("id", "source_format", "source_path")
+    )
+    for session_id, old_format, old_path in existing:
+        same_file = old_path == sources[session_id] and old_format not in (
+            Session.SourceFormat.RUNTIME,
+            Session.SourceFormat.DEMO,
+        )
+        if not (same_file or replace):
+            raise ImportRefusedError(
+                path,
+                f"session {session_id!r} already exists ({_origin(old_format, old_path)}); "
+                "nothing was imported (replace it with --replace)",
+            )
+    # Records of older versions of this file (or of these sessions) no longer
+    # describe the database; sessions an older version of this file held go too.
+    stale = [
+        f
+        for f in ImportedFile.objects.only("pk", "path", "session_ids")
+        if f.path == str(path) or set(f.session_ids) & set(ids)
+    ]
+    dropped = {sid for f in stale if f.path == str(path) for sid in f.session_ids} - set(ids)
+    dropped_here = list(
+        Session.objects.filter(id__in=dropped, source_path=stored_path(str(path))).values_list(
+            "id", flat=True
+        )
+    )
+    return Replacement(
+        session_ids=[i for i, _f, _p in existing] + sorted(dropped_here),
+        stale_records=[f.pk for f in stale],
+    )
