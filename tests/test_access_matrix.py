@@ -70,7 +70,9 @@ def _patterns(patterns, namespace=None, converters=()):
 def _url(name: str, parameters: tuple[str, ...], event_id: int) -> str:
     if name == "root":
         return "/"
-    values = {"session_id": SID, "turn_id": "t-1", "event_id": event_id, "index": 0, "name": "concepts"}
+    values = {
+        "session_id": SID, "turn_id": "t-1", "event_id": event_id, "index": 0, "name": "concepts",
+    }  # fmt: skip
     return reverse(name, kwargs={key: values[key] for key in parameters})
 
 

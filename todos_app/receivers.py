@@ -23,7 +23,7 @@ from todos_app.models import TodoChange, TodoItem, TodoList
 from todos_app.services import Actor, replace_todos, todo_items_of
 
 if TYPE_CHECKING:
-    from sessions_app.ingest.base import ParsedSession
+    from sessions_app.ingest.parsed import ParsedSession
 
 # Rows per INSERT when an import writes a list's items.
 _BATCH_SIZE = 1000

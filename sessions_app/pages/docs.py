@@ -3,8 +3,9 @@
 Pages link to concepts (`/docs/concepts.md#turn-statuses`) so that a label on a page is
 one click from its explanation; the URLs mirror the repository layout, so the relative
 links between the Markdown files work both here and when the files are read in a clone.
-Like every page, they are for users with a dashboard role. Markdown is rendered by markdown-it-py (GFM tables,
-heading anchors from mdit-py-plugins) and cleaned by nh3 like every other rendered text.
+Like every page, they are for users with a dashboard role. Markdown is rendered by
+markdown-it-py (GFM tables, heading anchors from mdit-py-plugins) and cleaned by nh3 like
+every other rendered text.
 """
 
 from __future__ import annotations
