@@ -7,7 +7,7 @@ export format.
 them before anything is written. The enums come from the runtime
 (`agentops.runtime`: turn status, reason, failure stage and code, roles, content part
 types, finish reasons) and from the models' choices (source format, tool outcome);
-session and turn ids follow the id rules of `sessions_app.ingest.ids`.
+session and turn ids follow the id rules of `sessions_app.ids`.
 
 Validation is strict about types (an integer is never a string or a boolean) and keeps
 values as they are: times stay ISO 8601 strings (checked, not converted), JSON values
@@ -40,7 +40,7 @@ from agentops.runtime.session import (
     TurnStatus,
     is_valid_failure_code,
 )
-from sessions_app.ingest.ids import (
+from sessions_app.ids import (
     MAX_ID_LENGTH,
     MAX_TURN_ID_LENGTH,
     session_id_problem,
@@ -110,7 +110,7 @@ _TIME_SCHEMA = {"type": "string", "format": "date-time", "description": "ISO 860
 
 #: An ISO 8601 time (UTC as written by the export), kept as the string it is.
 IsoTime = Annotated[StrictStr, AfterValidator(_iso_time), WithJsonSchema(_TIME_SCHEMA)]
-#: A session id a URL can carry (`sessions_app.ingest.ids.session_id_problem`).
+#: A session id a URL can carry (`sessions_app.ids.session_id_problem`).
 SessionId = Annotated[
     StrictStr,
     AfterValidator(_session_id),
@@ -128,7 +128,7 @@ _TURN_ID_SCHEMA: dict[str, Any] = {
     "maxLength": MAX_TURN_ID_LENGTH,
     "description": "no control characters, no '.' or '..' segment between '/'",
 }
-#: A turn id a URL can carry (`sessions_app.ingest.ids.turn_id_problem`).
+#: A turn id a URL can carry (`sessions_app.ids.turn_id_problem`).
 TurnId = Annotated[
     StrictStr, AfterValidator(_turn_id), WithJsonSchema({**_TURN_ID_SCHEMA, "minLength": 1})
 ]

@@ -16,10 +16,10 @@ form every parser returns), `builder` (the turn rules parsers share), `normalise
 
 from __future__ import annotations
 
+from sessions_app.ids import session_id_problem, turn_id_problem
 from sessions_app.ingest.detect import detect_format, undetectable_reason
 from sessions_app.ingest.errors import ImportRefusedError, UnknownFormatError
 from sessions_app.ingest.files import gc_paused, import_file, parse_file, transcript_files
-from sessions_app.ingest.ids import session_id_problem, turn_id_problem
 from sessions_app.ingest.parsed import (
     ImportProblem,
     ParsedEvent,

@@ -18,9 +18,9 @@ from typing import Any
 
 from django.db import transaction
 
+from sessions_app.ids import session_id_problem
 from sessions_app.ingest.detect import detect_format
 from sessions_app.ingest.errors import ImportRefusedError, UnknownFormatError
-from sessions_app.ingest.ids import session_id_problem
 from sessions_app.ingest.normalise import synthetic_times_from
 from sessions_app.ingest.parsed import ParseResult
 from sessions_app.ingest.redaction import redact_parse_result
