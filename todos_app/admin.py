@@ -24,7 +24,7 @@ from todos_app import services
 from todos_app.models import TodoChange, TodoItem, TodoList
 
 
-class TodoItemForm(forms.ModelForm):
+class TodoItemForm(forms.ModelForm):  # type: ignore[type-arg]
     """An item row; `position` is a plain number here (the service renumbers 0..n-1)."""
 
     position = forms.IntegerField(min_value=0, required=False)
@@ -55,7 +55,7 @@ class TodoItemInline(admin.TabularInline):  # type: ignore[type-arg]
     extra = 1
 
 
-class TodoListForm(forms.ModelForm):
+class TodoListForm(forms.ModelForm):  # type: ignore[type-arg]
     """The list header: only the version the edit started from (hidden)."""
 
     expected_version = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
