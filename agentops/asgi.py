@@ -36,4 +36,4 @@ application = ProtocolTypeRouter(
 if settings.AGENTOPS_LIVE_DEMO:
     from sessions_app.live.demo_live import start_with
 
-    application = start_with(application)  # type: ignore[assignment]
+    application = start_with(application)

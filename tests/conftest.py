@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from asgiref.sync import SyncToAsync
 from django.contrib.auth.models import Group, User
 from django.db import connections
+from django.test import Client
 
 from sessions_app.roles import ensure_role_groups
 
@@ -35,40 +37,40 @@ def _user_in(username: str, group: str | None) -> User:
 
 
 @pytest.fixture
-def admin_user(db) -> User:
+def admin_user(db: None) -> User:
     return _user_in("ada-admin", "admins")
 
 
 @pytest.fixture
-def operator_user(db) -> User:
+def operator_user(db: None) -> User:
     return _user_in("otto-operator", "operators")
 
 
 @pytest.fixture
-def outsider_user(db) -> User:
+def outsider_user(db: None) -> User:
     return _user_in("olga-outsider", None)
 
 
 @pytest.fixture
-def admin_client(client, admin_user):
+def admin_client(client: Client, admin_user: User) -> Client:
     client.force_login(admin_user)
     return client
 
 
 @pytest.fixture
-def operator_client(client, operator_user):
+def operator_client(client: Client, operator_user: User) -> Client:
     client.force_login(operator_user)
     return client
 
 
 @pytest.fixture
-def outsider_client(client, outsider_user):
+def outsider_client(client: Client, outsider_user: User) -> Client:
     client.force_login(outsider_user)
     return client
 
 
 @pytest.fixture(autouse=True)
-def _close_worker_thread_connections():
+def _close_worker_thread_connections() -> Iterator[None]:
     """Close DB connections that sync_to_async opened in its worker thread during a test.
 
     Async tests run ORM code in asgiref's single worker thread, whose connections would
@@ -78,14 +80,14 @@ def _close_worker_thread_connections():
     SyncToAsync.single_thread_executor.submit(connections.close_all).result()
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run browser tests last: Playwright's sync API keeps an event loop running in the
     main thread for the rest of the session, which async tests cannot share."""
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
 @pytest.fixture(autouse=True)
-def _fresh_channel_layer_per_test():
+def _fresh_channel_layer_per_test() -> Iterator[None]:
     """Each test gets its own channel layer object. A Redis layer's connections belong to
     the event loop that opened them; one cached across tests (each with its own loop, e.g.
     a todo edit broadcasting through async_to_sync) would stall the next test's receive."""

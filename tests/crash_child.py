@@ -26,8 +26,8 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import django
 
@@ -53,6 +53,9 @@ WRITES = ("interrupt_running_turns", "begin_turn", "append_event", "finalize_tur
 WRITES_PER_TURN = 7
 
 
+_T = TypeVar("_T")
+
+
 class CrashingService(DjangoSessionService):
     """The Django store, counting writes and SIGKILLing the process at one of them."""
 
@@ -63,7 +66,9 @@ class CrashingService(DjangoSessionService):
     def _kill(self) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
-    async def _write(self, name: str, call: Any, record: Any) -> Any:
+    async def _write(
+        self, name: str, call: Awaitable[_T], record: Callable[[_T], dict[str, Any]]
+    ) -> _T:
         self.count += 1
         n = self.count
         if n == self.crash_at and self.when == "before":
@@ -77,10 +82,12 @@ class CrashingService(DjangoSessionService):
             self._kill()
         return result
 
-    async def interrupt_running_turns(self, session_id: str, reason: TurnReason) -> list[Turn]:
+    async def interrupt_running_turns(
+        self, session_id: str, reason: TurnReason, *, only: Sequence[str] | None = None
+    ) -> list[Turn]:
         return await self._write(
             "interrupt_running_turns",
-            super().interrupt_running_turns(session_id, reason),
+            super().interrupt_running_turns(session_id, reason, only=only),
             lambda turns: {"turns": [t.id for t in turns]},
         )
 

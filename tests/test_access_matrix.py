@@ -8,14 +8,20 @@ from the matrix below fails the test, so new pages must declare their access rul
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from sessions_app.models import Event, Session, Turn
 from todos_app.models import TodoItem, TodoList
+
+if TYPE_CHECKING:
+    from django.test.client import _MonkeyPatchedWSGIResponse
 
 pytestmark = pytest.mark.django_db
 
@@ -54,7 +60,11 @@ MATRIX: dict[str, tuple[str, str]] = {
 }
 
 
-def _patterns(patterns, namespace=None, converters=()):
+def _patterns(
+    patterns: Sequence[URLPattern | URLResolver],
+    namespace: str | None = None,
+    converters: tuple[str, ...] = (),
+) -> Iterator[tuple[str, tuple[str, ...]]]:
     """(namespaced name, names of every URL parameter including the includes')."""
     for pattern in patterns:
         here = (*converters, *pattern.pattern.converters)
@@ -89,17 +99,19 @@ def stored_session() -> Event:
     return event
 
 
-def _request(client: Client, method: str, url: str):
+def _request(client: Client, method: str, url: str) -> _MonkeyPatchedWSGIResponse:
     return client.get(url) if method == "GET" else client.post(url, {})
 
 
-def test_every_url_pattern_is_in_the_matrix():
+def test_every_url_pattern_is_in_the_matrix() -> None:
     names = {name for name, _ in _patterns(get_resolver().url_patterns)}
     assert names == set(MATRIX), f"classify these URLs: {sorted(names ^ set(MATRIX))}"
 
 
 @pytest.mark.parametrize("persona", ["anonymous", "outsider", "operator", "admin"])
-def test_access_of_every_url(persona, stored_session, operator_user, admin_user, outsider_user):
+def test_access_of_every_url(
+    persona: str, stored_session: Event, operator_user: User, admin_user: User, outsider_user: User
+) -> None:
     client = Client()
     user = {"operator": operator_user, "admin": admin_user, "outsider": outsider_user}.get(persona)
     if user is not None:
@@ -131,7 +143,7 @@ def test_access_of_every_url(persona, stored_session, operator_user, admin_user,
             assert status not in {403, 404, 405} and status < 500, where
 
 
-def test_every_change_needs_a_csrf_token(stored_session, admin_user):
+def test_every_change_needs_a_csrf_token(stored_session: Event, admin_user: User) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(admin_user)
     for name, pattern in _patterns(get_resolver().url_patterns):

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from sessions_app.ingest import import_file
@@ -25,16 +26,18 @@ def _import(corpus: Path, relative: str) -> Session:
     return Session.objects.get(source_path__endswith=relative)
 
 
-def _protocol_calls(client, session: Session) -> list[str]:
+def _protocol_calls(client: Client, session: Session) -> list[str]:
     body = client.get(reverse("sessions:protocol", args=[session.id])).content.decode()
     return CALL_ID.findall(body)
 
 
-def _context(client, session: Session) -> str:
+def _context(client: Client, session: Session) -> str:
     return client.get(reverse("sessions:context", args=[session.id])).content.decode()
 
 
-def test_claude_session_cut_off_mid_tool_is_cut_with_an_abandoned_notice(corpus, operator_client):
+def test_claude_session_cut_off_mid_tool_is_cut_with_an_abandoned_notice(
+    corpus: Path, operator_client: Client
+) -> None:
     session = _import(corpus, "claude-code/agentcmd__full-session-three.jsonl")
     assert _protocol_calls(operator_client, session) == [
         "toolu_019KCj6ze6s4xPHdfY6s1FC5",
@@ -50,7 +53,9 @@ def test_claude_session_cut_off_mid_tool_is_cut_with_an_abandoned_notice(corpus,
     assert (session.protocol_issue_count > 0, session.cannot_resume) == (True, False)
 
 
-def test_edge_cases_completed_turn_with_dangling_call_fails_closed(corpus, operator_client):
+def test_edge_cases_completed_turn_with_dangling_call_fails_closed(
+    corpus: Path, operator_client: Client
+) -> None:
     session = _import(corpus, "claude-code/claude-code-log__edge_cases.jsonl")
     # tool_edge_002 in a completed turn; the TodoWrite call in the abandoned last turn.
     assert _protocol_calls(operator_client, session) == ["tool_edge_002", "toolu_todowrite_002"]
@@ -61,7 +66,9 @@ def test_edge_cases_completed_turn_with_dangling_call_fails_closed(corpus, opera
     assert session.cannot_resume is True
 
 
-def test_pending_approval_is_listed_as_pending_and_cut_with_a_notice(corpus, operator_client):
+def test_pending_approval_is_listed_as_pending_and_cut_with_a_notice(
+    corpus: Path, operator_client: Client
+) -> None:
     session = _import(
         corpus, "openai-agents-sdk/run_state__resume__v1_13_pending_tool_approval.json"
     )
@@ -83,13 +90,15 @@ def test_pending_approval_is_listed_as_pending_and_cut_with_a_notice(corpus, ope
         "openai-chat-swe-agent/swe-agent__6e44b9__sweagenttestrepo-1c2844.traj.json",
     ],
 )
-def test_transcripts_without_unanswered_calls_are_clean(corpus, operator_client, relative):
+def test_transcripts_without_unanswered_calls_are_clean(
+    corpus: Path, operator_client: Client, relative: str
+) -> None:
     session = _import(corpus, relative)
     assert _protocol_calls(operator_client, session) == []
     assert "Projection fails" not in _context(operator_client, session)
 
 
-def test_every_corpus_session_renders_every_page(corpus, operator_client):
+def test_every_corpus_session_renders_every_page(corpus: Path, operator_client: Client) -> None:
     for path in sorted(corpus.rglob("*.json*")):
         import_file(path)
     for session in Session.objects.all():

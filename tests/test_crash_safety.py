@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import pytest
@@ -71,7 +71,8 @@ def _database_url() -> str:
 async def _rows(session_id: str) -> dict[int, dict[str, Any]]:
     """Every event row of the session (deleted and archived included), all columns."""
     return {
-        row["id"]: row
+        # .values() rows are typed per field; event_from_values takes a plain dict.
+        row["id"]: cast(dict[str, Any], row)
         async for row in models.Event.objects.filter(session_id=session_id).values().order_by("id")
     }
 

@@ -57,7 +57,7 @@ def test_demo_covers_every_turn_outcome() -> None:
 
 
 @pytest.mark.django_db
-def test_load_demo_if_missing_keeps_existing_demo_sessions():
+def test_load_demo_if_missing_keeps_existing_demo_sessions() -> None:
     from io import StringIO
 
     from django.core.management import call_command

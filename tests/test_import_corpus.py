@@ -56,7 +56,7 @@ def test_claude_full_session_three_ends_inside_three_tool_calls(corpus: Path) ->
     assert merged is not None
     assert merged.text.startswith("I'll help you")
     assert [c["name"] for c in merged.tool_calls] == ["mcp__happy__change_title"]
-    assert len(merged.raw) == 2
+    assert merged.raw is not None and len(merged.raw) == 2
     assert merged.usage is not None and set(merged.usage) == {
         "prompt_tokens",
         "completion_tokens",

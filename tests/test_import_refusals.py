@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import Client
 from django.urls import reverse
 
 from sessions_app.ingest import ImportRefusedError, import_file, session_id_problem
@@ -59,7 +60,7 @@ def _claude(path: Path, session_id: str, prompt: str = "hello") -> Path:
     ],
 )
 def test_a_session_id_a_url_cannot_carry_refuses_the_file(
-    tmp_path: Path, admin_client, session_id: str, reason: str
+    tmp_path: Path, admin_client: Client, session_id: str, reason: str
 ) -> None:
     path = _claude(tmp_path / "s.jsonl", session_id)
     with pytest.raises(ImportRefusedError) as excinfo:
@@ -69,7 +70,9 @@ def test_a_session_id_a_url_cannot_carry_refuses_the_file(
     assert admin_client.get(reverse("sessions:list")).status_code == 200
 
 
-def test_ids_with_spaces_and_url_characters_import_and_link(tmp_path: Path, admin_client) -> None:
+def test_ids_with_spaces_and_url_characters_import_and_link(
+    tmp_path: Path, admin_client: Client
+) -> None:
     session_id = "weird id <x>?#%"
     assert session_id_problem(session_id) is None
     import_file(_claude(tmp_path / "s.jsonl", session_id))
@@ -144,8 +147,8 @@ def test_bytes_that_are_not_utf8_do_not_refuse_the_file(tmp_path: Path) -> None:
 def test_nul_characters_are_stored_as_replacement_characters(tmp_path: Path) -> None:
     """PostgreSQL text and jsonb cannot hold NUL: the import failed with a DataError."""
     path = _claude(tmp_path / "s.jsonl", "nul-session", prompt="a\u0000b")
-    call = '{"type": "tool_use", "id": "c1", "name": "X", "input": {"k\\u0000": "v\\u0000"}}'
-    raw = path.read_text().replace('[{"type": "text", "text": "hi"}]', f"[{call}]")
+    tool_use = '{"type": "tool_use", "id": "c1", "name": "X", "input": {"k\\u0000": "v\\u0000"}}'
+    raw = path.read_text().replace('[{"type": "text", "text": "hi"}]', f"[{tool_use}]")
     path.write_text(raw)
     call_command("import_sessions", str(path), "--no-progress")
     user = Event.objects.get(session_id="nul-session", role="user")

@@ -117,7 +117,7 @@ def test_insert_rows_stores_what_the_orm_stores(zone: timezone) -> None:
         assert decode(writer_columns[name]) == decode(orm_columns[name]), name
     for field in ("tool_calls", "usage", "raw", "created_at", "updated_at", "archived_at"):
         assert getattr(by_writer, field) == getattr(by_orm, field), field
-    assert by_writer.raw["big"] == 2**70
+    assert by_writer.raw is not None and by_writer.raw["big"] == 2**70
 
 
 def test_insert_rows_refuses_what_the_orm_refuses() -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 from django.urls import reverse
+from pytest_django import DjangoAssertNumQueries, Settings
 
 from sessions_app.models import Event, Turn
 from tests.factories import add_unanswered_call, make_session
@@ -11,25 +13,25 @@ from tests.factories import add_unanswered_call, make_session
 pytestmark = pytest.mark.django_db
 
 
-def test_anonymous_is_sent_to_login(client):
+def test_anonymous_is_sent_to_login(client: Client) -> None:
     response = client.get(reverse("sessions:list"))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
 
 
-def test_login_page_renders(client):
+def test_login_page_renders(client: Client) -> None:
     response = client.get(reverse("login"))
     assert response.status_code == 200
     assert b"Sign in to agentops" in response.content
 
 
-def test_user_without_role_gets_403_on_list_and_404_on_session(outsider_client):
+def test_user_without_role_gets_403_on_list_and_404_on_session(outsider_client: Client) -> None:
     make_session("s-hidden")
     assert outsider_client.get(reverse("sessions:list")).status_code == 403
     assert outsider_client.get(reverse("sessions:detail", args=["s-hidden"])).status_code == 404
 
 
-def test_list_shows_summary_columns(operator_client):
+def test_list_shows_summary_columns(operator_client: Client) -> None:
     make_session(
         "s-a",
         turns=3,
@@ -42,7 +44,7 @@ def test_list_shows_summary_columns(operator_client):
     assert "1/2" in body
 
 
-def test_list_filters_by_latest_status_app_and_text(operator_client):
+def test_list_filters_by_latest_status_app_and_text(operator_client: Client) -> None:
     make_session("s-ok", app="alpha", statuses=["completed"])
     make_session("s-bad", app="beta", statuses=["failed"])
     url = reverse("sessions:list")
@@ -52,7 +54,7 @@ def test_list_filters_by_latest_status_app_and_text(operator_client):
     assert "s-ok" in operator_client.get(url, {"q": "S-O"}).content.decode()
 
 
-def test_list_htmx_request_gets_only_the_results_fragment(operator_client):
+def test_list_htmx_request_gets_only_the_results_fragment(operator_client: Client) -> None:
     make_session("s-a")
     response = operator_client.get(
         reverse("sessions:list"), headers={"HX-Request": "true", "HX-Target": "session-results"}
@@ -64,8 +66,8 @@ def test_list_htmx_request_gets_only_the_results_fragment(operator_client):
 
 @pytest.mark.parametrize("count", [1, 40])
 def test_list_query_count_does_not_grow_with_sessions(
-    operator_client, django_assert_num_queries, count
-):
+    operator_client: Client, django_assert_num_queries: DjangoAssertNumQueries, count: int
+) -> None:
     for i in range(count):
         make_session(f"s-{i}", turns=3)
     # auth session, user, user perms, group perms, count, page rows, app names
@@ -75,8 +77,11 @@ def test_list_query_count_does_not_grow_with_sessions(
 
 @pytest.mark.parametrize("turns,events", [(1, 2), (60, 50)])
 def test_session_page_query_count_does_not_grow_with_turns_or_events(
-    operator_client, django_assert_num_queries, turns, events
-):
+    operator_client: Client,
+    django_assert_num_queries: DjangoAssertNumQueries,
+    turns: int,
+    events: int,
+) -> None:
     make_session(
         "s-big", turns=turns, events_per_turn=events, todos=[{"content": "x", "status": "pending"}]
     )
@@ -87,13 +92,13 @@ def test_session_page_query_count_does_not_grow_with_turns_or_events(
     assert response.status_code == 200
 
 
-def test_session_page_shows_turn_failure_code_and_stage(operator_client):
+def test_session_page_shows_turn_failure_code_and_stage(operator_client: Client) -> None:
     make_session("s-f", statuses=["failed"])
     body = operator_client.get(reverse("sessions:detail", args=["s-f"])).content.decode()
     assert "provider_error" in body and "status-failed" in body
 
 
-def test_turn_events_render_markdown_and_keep_script_inert(operator_client):
+def test_turn_events_render_markdown_and_keep_script_inert(operator_client: Client) -> None:
     make_session("s-x", text="**bold** <script>alert(1)</script> <img src=x onerror=alert(1)>")
     turn = Turn.objects.get(session_id="s-x")
     body = operator_client.get(
@@ -104,7 +109,9 @@ def test_turn_events_render_markdown_and_keep_script_inert(operator_client):
     assert "<img src=x onerror" not in body and '<img src="x"' not in body
 
 
-def test_turn_events_pair_tool_calls_with_results_and_mark_unanswered(operator_client):
+def test_turn_events_pair_tool_calls_with_results_and_mark_unanswered(
+    operator_client: Client,
+) -> None:
     session = make_session("s-t", events_per_turn=1)
     turn = Turn.objects.get(session=session)
     when = turn.started_at
@@ -135,7 +142,7 @@ def test_turn_events_pair_tool_calls_with_results_and_mark_unanswered(operator_c
     assert "no matching call in view" not in body
 
 
-def test_turn_events_are_keyset_paginated(operator_client, settings):
+def test_turn_events_are_keyset_paginated(operator_client: Client, settings: Settings) -> None:
     settings.AGENTOPS_EVENTS_PER_TURN_PAGE = 10
     make_session("s-p", events_per_turn=25)
     turn = Turn.objects.get(session_id="s-p")
@@ -149,9 +156,10 @@ def test_turn_events_are_keyset_paginated(operator_client, settings):
     assert third.count('class="event ') == 5 and "?after=" not in third
 
 
-def test_raw_json_of_an_event(operator_client):
+def test_raw_json_of_an_event(operator_client: Client) -> None:
     make_session("s-r")
     event = Event.objects.filter(session_id="s-r").first()
+    assert event is not None
     response = operator_client.get(reverse("sessions:event_raw", args=["s-r", event.id]))
     assert response.json()["event"]["id"] == event.id
     htmx = operator_client.get(
@@ -160,11 +168,11 @@ def test_raw_json_of_an_event(operator_client):
     assert htmx.content.decode().startswith('<pre class="json raw">')
 
 
-def test_unknown_session_is_404(operator_client):
+def test_unknown_session_is_404(operator_client: Client) -> None:
     assert operator_client.get(reverse("sessions:detail", args=["nope"])).status_code == 404
 
 
-def test_a_huge_message_is_cut_on_the_page_not_in_raw_json(operator_client):
+def test_a_huge_message_is_cut_on_the_page_not_in_raw_json(operator_client: Client) -> None:
     """A 2 MB message (a first user pasted one) must not make its turn unreadable."""
     make_session("s-huge", turns=1, events_per_turn=1, text="word " * 400_000)
     turn = Turn.objects.get(session_id="s-huge")
@@ -183,8 +191,8 @@ def test_a_huge_message_is_cut_on_the_page_not_in_raw_json(operator_client):
     [("running", "running…", "is-inflight"), ("interrupted", "no result", "is-unanswered")],
 )
 def test_a_call_without_result_is_in_flight_only_while_its_turn_runs(
-    operator_client, status, badge, style
-):
+    operator_client: Client, status: str, badge: str, style: str
+) -> None:
     make_session("s-call", turns=1, events_per_turn=1, statuses=[status])
     turn = Turn.objects.get(session_id="s-call")
     add_unanswered_call(turn, "call-9", "Bash")

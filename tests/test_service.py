@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from django.db import connection
 
 from agentops.runtime import errors
-from agentops.runtime.model import Content, Event
+from agentops.runtime.model import Content, Event, Role
 from agentops.runtime.session import Turn, TurnFailure, TurnOutcome, TurnReason, TurnStatus
 from sessions_app import models
 from sessions_app.store import DjangoSessionService
@@ -19,11 +20,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
-def user_event(session_id: str, text: str, **extra) -> Event:
-    return Event(session_id=session_id, content=Content(role="user", text=text), **extra)
+def user_event(session_id: str, text: str, **extra: Any) -> Event:
+    return Event(session_id=session_id, content=Content(role=Role.USER, text=text), **extra)
 
 
-async def test_append_assigns_growing_ids_and_merges_state_delta():
+async def test_append_assigns_growing_ids_and_merges_state_delta() -> None:
     service = DjangoSessionService()
     session = await service.create_session("app", "u", session_id="s1", state={"a": 1})
     first = await service.append_event(user_event(session.id, "hi", state_delta={"b": 2}))
@@ -34,7 +35,7 @@ async def test_append_assigns_growing_ids_and_merges_state_delta():
     assert [e.content.text for e in await service.list_events("s1")] == ["hi", "again"]
 
 
-async def test_partial_event_is_refused_and_unknown_session_raises():
+async def test_partial_event_is_refused_and_unknown_session_raises() -> None:
     service = DjangoSessionService()
     await service.create_session("app", session_id="s1")
     with pytest.raises(errors.InvalidEventError):
@@ -45,7 +46,7 @@ async def test_partial_event_is_refused_and_unknown_session_raises():
     assert await service.get_session("nope") is None
 
 
-async def test_soft_deleted_and_archived_events_leave_the_history():
+async def test_soft_deleted_and_archived_events_leave_the_history() -> None:
     service = DjangoSessionService()
     await service.create_session("app", session_id="s1")
     kept = await service.append_event(user_event("s1", "kept"))
@@ -58,7 +59,7 @@ async def test_soft_deleted_and_archived_events_leave_the_history():
         await service.delete_event("s1", gone.id)
 
 
-async def test_finalize_only_moves_running_to_terminal():
+async def test_finalize_only_moves_running_to_terminal() -> None:
     service = DjangoSessionService()
     await service.create_session("app", session_id="s1")
     await service.begin_turn("s1", Turn(id="t1", session_id="s1", started_at=T0))
@@ -75,7 +76,7 @@ async def test_finalize_only_moves_running_to_terminal():
         await service.finalize_turn("nope", TurnOutcome(status=TurnStatus.COMPLETED))
 
 
-async def test_begin_turn_rejects_bad_turns():
+async def test_begin_turn_rejects_bad_turns() -> None:
     service = DjangoSessionService()
     await service.create_session("app", session_id="s1")
     await service.begin_turn("s1", Turn(id="t1", session_id="s1", started_at=T0))
@@ -89,7 +90,7 @@ async def test_begin_turn_rejects_bad_turns():
             await service.begin_turn("s1", bad)
 
 
-async def test_concurrent_finalisers_exactly_one_wins():
+async def test_concurrent_finalisers_exactly_one_wins() -> None:
     service = DjangoSessionService()
     await service.create_session("app", session_id="s1")
     await service.begin_turn("s1", Turn(id="t1", session_id="s1", started_at=T0))
@@ -106,7 +107,7 @@ async def test_concurrent_finalisers_exactly_one_wins():
     )
 
 
-async def test_turns_listed_in_timeline_order_and_running_ones_interrupted():
+async def test_turns_listed_in_timeline_order_and_running_ones_interrupted() -> None:
     service = DjangoSessionService()
     await service.create_session("app", session_id="s1")
     later = T0.replace(minute=5)
@@ -119,7 +120,7 @@ async def test_turns_listed_in_timeline_order_and_running_ones_interrupted():
     assert all(t.reason is TurnReason.ABANDONED for t in await service.list_turns("s1"))
 
 
-async def test_run_lock_serialises_one_session_and_a_cancelled_waiter_leaves():
+async def test_run_lock_serialises_one_session_and_a_cancelled_waiter_leaves() -> None:
     service = DjangoSessionService()
     order: list[str] = []
 
@@ -141,7 +142,7 @@ async def test_run_lock_serialises_one_session_and_a_cancelled_waiter_leaves():
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="needs DATABASE_URL=postgres://...")
-async def test_advisory_lock_released_when_holder_connection_dies():
+async def test_advisory_lock_released_when_holder_connection_dies() -> None:
     import psycopg
 
     from sessions_app.store import advisory_lock_key, postgres_conninfo
@@ -164,7 +165,7 @@ async def test_advisory_lock_released_when_holder_connection_dies():
     assert acquired.is_set()
 
 
-async def test_run_lock_is_shared_by_every_service_instance_of_the_process():
+async def test_run_lock_is_shared_by_every_service_instance_of_the_process() -> None:
     first, second = DjangoSessionService(), DjangoSessionService()
     order: list[str] = []
 
@@ -178,7 +179,7 @@ async def test_run_lock_is_shared_by_every_service_instance_of_the_process():
     assert order in (["a+", "a-", "b+", "b-"], ["b+", "b-", "a+", "a-"])
 
 
-def test_run_lock_serialises_runs_in_different_event_loops():
+def test_run_lock_serialises_runs_in_different_event_loops() -> None:
     import threading
 
     order: list[str] = []

@@ -8,13 +8,16 @@ events are byte-for-byte unchanged.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from agentops.runtime import Runner, ToolExecutionUnknownError
-from agentops.runtime.model import Content, Event
+from agentops.runtime.model import Content, Event, Role
 from sessions_app import models
 from sessions_app.models import ToolOutcome
 from sessions_app.projector import ProductProjector
@@ -42,12 +45,12 @@ def _session_with_dangling_call() -> models.Event:
     return call
 
 
-def _stored_rows() -> list[dict]:
+def _stored_rows() -> list[Mapping[str, Any]]:
     return list(models.Event.objects.filter(turn_id="t-1").order_by("id").values())
 
 
-async def _echo_agent(context: list[Event]):
-    yield Event(author="agent", content=Content(role="assistant", text=f"saw {len(context)}"))
+async def _echo_agent(context: list[Event]) -> AsyncIterator[Event]:
+    yield Event(author="agent", content=Content(role=Role.ASSISTANT, text=f"saw {len(context)}"))
 
 
 def _run_once() -> list[Event]:
@@ -59,7 +62,9 @@ def _run_once() -> list[Event]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_did_not_run_outcome_lets_the_session_resume_without_rewriting_history(admin_client):
+def test_did_not_run_outcome_lets_the_session_resume_without_rewriting_history(
+    admin_client: Client,
+) -> None:
     call = _session_with_dangling_call()
     before = _stored_rows()
     with pytest.raises(ToolExecutionUnknownError) as refused:
@@ -74,6 +79,7 @@ def test_did_not_run_outcome_lets_the_session_resume_without_rewriting_history(a
     )  # fmt: skip
     assert response.status_code == 302
     record = ToolOutcome.objects.get()
+    assert record.recorded_by is not None
     assert (record.outcome, record.recorded_by.username) == ("did_not_run", "ada-admin")
     session = models.Session.objects.get(pk="s-dangle")
     assert (session.cannot_resume, session.protocol_issue_count) == (False, 0)
@@ -90,7 +96,7 @@ def test_did_not_run_outcome_lets_the_session_resume_without_rewriting_history(a
 
 
 @pytest.mark.django_db
-def test_ran_outcome_gives_the_recorded_result_to_the_projection(admin_client):
+def test_ran_outcome_gives_the_recorded_result_to_the_projection(admin_client: Client) -> None:
     call = _session_with_dangling_call()
     admin_client.post(
         reverse("sessions:tool_outcome_create", args=["s-dangle"]),
@@ -104,7 +110,7 @@ def test_ran_outcome_gives_the_recorded_result_to_the_projection(admin_client):
 
 
 @pytest.mark.django_db
-def test_outcome_for_an_answered_or_unknown_call_is_refused(admin_client):
+def test_outcome_for_an_answered_or_unknown_call_is_refused(admin_client: Client) -> None:
     call = _session_with_dangling_call()
     url = reverse("sessions:tool_outcome_create", args=["s-dangle"])
     for data in (
@@ -123,7 +129,7 @@ def test_outcome_for_an_answered_or_unknown_call_is_refused(admin_client):
 
 
 @pytest.mark.django_db
-def test_operator_sees_no_form_and_gets_403(operator_client):
+def test_operator_sees_no_form_and_gets_403(operator_client: Client) -> None:
     call = _session_with_dangling_call()
     page = operator_client.get(reverse("sessions:protocol", args=["s-dangle"])).content.decode()
     assert "Record what happened" not in page
@@ -136,21 +142,21 @@ def test_operator_sees_no_form_and_gets_403(operator_client):
 
 
 @pytest.mark.django_db
-def test_outsider_gets_404(outsider_client):
+def test_outsider_gets_404(outsider_client: Client) -> None:
     _session_with_dangling_call()
     url = reverse("sessions:tool_outcome_create", args=["s-dangle"])
     assert outsider_client.post(url, {}).status_code == 404
 
 
 @pytest.mark.django_db
-def test_get_is_not_allowed(admin_client):
+def test_get_is_not_allowed(admin_client: Client) -> None:
     _session_with_dangling_call()
     url = reverse("sessions:tool_outcome_create", args=["s-dangle"])
     assert admin_client.get(url).status_code == 405
 
 
 @pytest.mark.django_db
-def test_ran_without_a_result_is_refused(admin_client):
+def test_ran_without_a_result_is_refused(admin_client: Client) -> None:
     call = _session_with_dangling_call()
     response = admin_client.post(
         reverse("sessions:tool_outcome_create", args=["s-dangle"]),

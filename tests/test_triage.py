@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from pytest_django import DjangoAssertNumQueries, Settings
 
 from sessions_app.models import Event, Session, Turn, format_duration
 from sessions_app.triage import CHART_DAYS, NONE, build_chart
 from tests.factories import make_session
+
+if TYPE_CHECKING:
+    from django.test.client import _MonkeyPatchedWSGIResponse
 
 pytestmark = pytest.mark.django_db
 
@@ -61,11 +68,11 @@ def turn(
     return t
 
 
-def ids(response) -> list[str]:
+def ids(response: _MonkeyPatchedWSGIResponse) -> list[str]:
     return [row.turn.id for row in response.context["rows"]]
 
 
-def facet_counts(response) -> dict[str, dict[str, int]]:
+def facet_counts(response: _MonkeyPatchedWSGIResponse) -> dict[str, dict[str, int]]:
     return {f.name: {v.value: v.count for v in f.values} for f in response.context["facets"]}
 
 
@@ -75,7 +82,7 @@ def now() -> datetime:
 
 
 @pytest.fixture
-def mixed(now):
+def mixed(now: datetime) -> tuple[Session, Session]:
     """Two apps; failed (two codes, two stages), interrupted (with and without code),
     a stuck turn, a live running turn and a completed one."""
     a = session("s-a", app="alpha")
@@ -103,17 +110,19 @@ def mixed(now):
 # --- access -------------------------------------------------------------------------------
 
 
-def test_anonymous_is_sent_to_login(client):
+def test_anonymous_is_sent_to_login(client: Client) -> None:
     response = client.get(URL)
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
 
 
-def test_user_without_role_gets_403(outsider_client):
+def test_user_without_role_gets_403(outsider_client: Client) -> None:
     assert outsider_client.get(URL).status_code == 403
 
 
-def test_operator_and_admin_see_the_queue(operator_client, admin_user, client):
+def test_operator_and_admin_see_the_queue(
+    operator_client: Client, admin_user: User, client: Client
+) -> None:
     assert reverse("turn_queue") == URL
     response = operator_client.get(URL)
     assert response.status_code == 200
@@ -122,7 +131,7 @@ def test_operator_and_admin_see_the_queue(operator_client, admin_user, client):
     assert client.get(URL).status_code == 200
 
 
-def test_nav_links_to_the_queue(operator_client):
+def test_nav_links_to_the_queue(operator_client: Client) -> None:
     body = operator_client.get(reverse("sessions:list")).content.decode()
     assert f'href="{URL}"' in body
 
@@ -130,14 +139,18 @@ def test_nav_links_to_the_queue(operator_client):
 # --- contents -----------------------------------------------------------------------------
 
 
-def test_queue_holds_failed_interrupted_and_stuck_turns_newest_first(operator_client, mixed):
+def test_queue_holds_failed_interrupted_and_stuck_turns_newest_first(
+    operator_client: Client, mixed: tuple[Session, Session]
+) -> None:
     response = operator_client.get(URL)
     assert ids(response) == ["b-stuck", "b-i1", "b-f1", "a-i1", "a-f2", "a-f1"]
     body = response.content.decode()
     assert "a-ok" not in body and "b-live" not in body
 
 
-def test_row_shows_badges_failure_session_and_duration(operator_client, now):
+def test_row_shows_badges_failure_session_and_duration(
+    operator_client: Client, now: datetime
+) -> None:
     s = session("s-row", app="alpha", user="grace")
     turn(
         s,
@@ -158,7 +171,7 @@ def test_row_shows_badges_failure_session_and_duration(operator_client, now):
     assert "3 min 5 s" in body
 
 
-def test_queue_is_paginated_by_50(operator_client, now):
+def test_queue_is_paginated_by_50(operator_client: Client, now: datetime) -> None:
     s = session("s-many")
     for i in range(55):
         turn(s, f"t-{i:03d}", "failed", now - timedelta(minutes=60 + i), code="x", stage="tool")
@@ -172,10 +185,15 @@ def test_queue_is_paginated_by_50(operator_client, now):
 # --- stuck detection ----------------------------------------------------------------------
 
 
-def test_stuck_uses_last_event_time_or_start_and_the_setting(operator_client, settings, now):
+def test_stuck_uses_last_event_time_or_start_and_the_setting(
+    operator_client: Client, settings: Settings, now: datetime
+) -> None:
     settings.AGENTOPS_STUCK_AFTER_SECONDS = 600
     s = session("s-run")
-    minutes = lambda n: now - timedelta(minutes=n)  # noqa: E731
+
+    def minutes(n: int) -> datetime:
+        return now - timedelta(minutes=n)
+
     turn(s, "quiet-old", "running", minutes(30))  # no events, started 30 min ago
     turn(s, "quiet-new", "running", minutes(5))  # no events, started 5 min ago
     turn(s, "talked-lately", "running", minutes(60), event_times=(minutes(50), minutes(3)))
@@ -205,7 +223,9 @@ def test_stuck_uses_last_event_time_or_start_and_the_setting(operator_client, se
 # --- facets and filters -------------------------------------------------------------------
 
 
-def test_facet_counts_over_the_whole_queue(operator_client, mixed):
+def test_facet_counts_over_the_whole_queue(
+    operator_client: Client, mixed: tuple[Session, Session]
+) -> None:
     counts = facet_counts(operator_client.get(URL))
     assert counts["status"] == {"failed": 3, "interrupted": 2, "stuck": 1}
     assert counts["code"] == {"provider_error": 2, "tool_crash": 1, "deadline": 1, NONE: 2}
@@ -214,7 +234,9 @@ def test_facet_counts_over_the_whole_queue(operator_client, mixed):
     assert counts["app"] == {"alpha": 3, "beta": 3}
 
 
-def test_facet_counts_reflect_the_other_active_filters(operator_client, mixed):
+def test_facet_counts_reflect_the_other_active_filters(
+    operator_client: Client, mixed: tuple[Session, Session]
+) -> None:
     response = operator_client.get(URL, {"app": "beta"})
     counts = facet_counts(response)
     assert counts["app"] == {"alpha": 3, "beta": 3}  # its own filter does not narrow it
@@ -228,7 +250,7 @@ def test_facet_counts_reflect_the_other_active_filters(operator_client, mixed):
     assert counts["code"] == {"provider_error": 1}
 
 
-def test_filters_combine(operator_client, mixed):
+def test_filters_combine(operator_client: Client, mixed: tuple[Session, Session]) -> None:
     assert ids(operator_client.get(URL, {"code": "provider_error"})) == ["b-f1", "a-f1"]
     assert ids(operator_client.get(URL, {"code": "provider_error", "app": "alpha"})) == ["a-f1"]
     assert ids(operator_client.get(URL, {"stage": "tool", "app": "beta"})) == []
@@ -240,7 +262,9 @@ def test_filters_combine(operator_client, mixed):
     assert ids(operator_client.get(URL, {"status": "bogus"})) == ids(operator_client.get(URL))
 
 
-def test_facet_links_add_or_remove_a_filter_and_clear_link(operator_client, mixed):
+def test_facet_links_add_or_remove_a_filter_and_clear_link(
+    operator_client: Client, mixed: tuple[Session, Session]
+) -> None:
     body = operator_client.get(URL, {"app": "beta"}).content.decode()
     # Clicking "failed" keeps app=beta; clicking the selected "beta" removes it.
     assert f'href="{URL}?status=failed&amp;app=beta"' in body
@@ -252,7 +276,7 @@ def test_facet_links_add_or_remove_a_filter_and_clear_link(operator_client, mixe
     assert '<option value="(none)" >no code (1)</option>' in body
 
 
-def test_pager_keeps_the_filters(operator_client, now):
+def test_pager_keeps_the_filters(operator_client: Client, now: datetime) -> None:
     s = session("s-many", app="alpha")
     for i in range(51):
         turn(s, f"t-{i:03d}", "failed", now - timedelta(minutes=60 + i), code="x", stage="tool")
@@ -260,7 +284,9 @@ def test_pager_keeps_the_filters(operator_client, now):
     assert f'href="{URL}?app=alpha&amp;page=2"' in body
 
 
-def test_htmx_request_gets_only_the_results_fragment(operator_client, mixed):
+def test_htmx_request_gets_only_the_results_fragment(
+    operator_client: Client, mixed: tuple[Session, Session]
+) -> None:
     # The filter form sends its empty selects too; the pushed URL is the canonical one.
     params = {"status": "failed", "code": "", "stage": "", "reason": "", "app": ""}
     response = operator_client.get(
@@ -280,7 +306,9 @@ def test_htmx_request_gets_only_the_results_fragment(operator_client, mixed):
 # --- chart --------------------------------------------------------------------------------
 
 
-def test_chart_counts_failed_and_interrupted_per_day(operator_client, now):
+def test_chart_counts_failed_and_interrupted_per_day(
+    operator_client: Client, now: datetime
+) -> None:
     s = session("s-chart")
     today = now.astimezone(UTC).replace(hour=0, minute=0, second=1, microsecond=0)
     day = timedelta(days=1)
@@ -312,7 +340,7 @@ def test_chart_counts_failed_and_interrupted_per_day(operator_client, now):
     assert f"{label}: 0 failed, 1 interrupted</title>" in body
 
 
-def test_chart_window_follows_old_data_and_short_spans():
+def test_chart_window_follows_old_data_and_short_spans() -> None:
     today = date(2026, 11, 30)
     # Old import: the window ends on the newest day with data, not today.
     chart = build_chart(
@@ -336,7 +364,9 @@ def test_chart_window_follows_old_data_and_short_spans():
 # --- links into the session timeline ------------------------------------------------------
 
 
-def test_link_opens_the_session_timeline_page_that_holds_the_turn(operator_client, settings):
+def test_link_opens_the_session_timeline_page_that_holds_the_turn(
+    operator_client: Client, settings: Settings
+) -> None:
     settings.AGENTOPS_TURNS_PER_PAGE = 20
     statuses = ["completed"] * 45
     for index in (0, 19, 20, 44):
@@ -371,8 +401,11 @@ def test_link_opens_the_session_timeline_page_that_holds_the_turn(operator_clien
 
 @pytest.mark.parametrize("count", [1, 60])
 def test_query_count_does_not_grow_with_turns(
-    operator_client, django_assert_num_queries, now, count
-):
+    operator_client: Client,
+    django_assert_num_queries: DjangoAssertNumQueries,
+    now: datetime,
+    count: int,
+) -> None:
     for i in range(count):
         s = session(f"s-{i}", app=f"app-{i % 3}")
         turn(s, f"f-{i}", "failed", now - timedelta(hours=i + 1), code="c", stage="tool")
@@ -384,7 +417,7 @@ def test_query_count_does_not_grow_with_turns(
     assert response.status_code == 200
 
 
-def test_format_duration():
+def test_format_duration() -> None:
     assert format_duration(0.42) == "0.4 s"
     assert format_duration(42) == "42 s"
     assert format_duration(185) == "3 min 5 s"

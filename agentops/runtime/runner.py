@@ -130,7 +130,7 @@ class Runner:
         if callable(run):
             self._agent_fn = cast(AgentFunc, run)
         elif callable(agent):
-            self._agent_fn = cast(AgentFunc, agent)
+            self._agent_fn = agent
         else:
             raise TypeError(f"not an agent: {type(agent).__name__}")
         self.agent = agent

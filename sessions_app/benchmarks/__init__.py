@@ -63,15 +63,16 @@ def run_json_process(argv: list[str], env: dict[str, str], what: str) -> dict[st
 
 
 def run_django_child(
-    script: str, args: list[str], database: Path, env_extra: dict[str, str] | None = None
+    module: str, args: list[str], database: Path, env_extra: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """Run `script` (Python source) in a subprocess whose Django uses the SQLite file
-    `database`, never the dev database (`env_extra` adds to or overrides its environment);
-    return the JSON object it printed last.
+    """Run ``python -m <module> <args>`` (a module of `children`, which sets Django up
+    itself) in a subprocess whose Django uses the SQLite file `database`, never the dev
+    database (`env_extra` adds to or overrides its environment); return the JSON object it
+    printed last.
 
     Raises RuntimeError with the end of its stderr when the subprocess fails.
     """
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}"}
     env.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
     env.update(env_extra or {})
-    return run_json_process([sys.executable, "-c", script, *args], env, "benchmark subprocess")
+    return run_json_process([sys.executable, "-m", module, *args], env, f"benchmark {module}")

@@ -4,18 +4,20 @@ What is measured, honestly:
 - the same `events` events (the synthetic history of `agentops.runtime.bench`: user
   prompts, assistant tool calls, tool results, answers; every 10th carries a one-key
   state delta) are written to a JSON file in a temp dir;
-- ours: a subprocess with `DATABASE_URL` pointing at a new SQLite file in that temp dir
-  (production settings: WAL, synchronous=NORMAL, BEGIN IMMEDIATE) runs `migrate`, creates
-  one session and times `DjangoSessionService.append_event` for every event, one call
-  (one transaction, committed) at a time, as the Runner does;
+- ours: a subprocess (`children.append_child`) with `DATABASE_URL` pointing at a new
+  SQLite file in that temp dir (production settings: WAL, synchronous=NORMAL, BEGIN
+  IMMEDIATE) runs `migrate`, creates one session and times
+  `DjangoSessionService.append_event` for every event, one call (one transaction,
+  committed) at a time, as the Runner does;
 - the same on PostgreSQL when DATABASE_URL is a PostgreSQL URL or ``-o pg=<url>`` is
   given: in a scratch database (``agentops_bench``, or ``-o pg_db=NAME``) created on that
   server and dropped afterwards (never the database of the URL itself);
 - the peer: google-adk's `DatabaseSessionService.append_event` on a SQLite file in the
-  same temp dir (``sqlite+aiosqlite``), run by a script in its own virtual environment
-  (`.local/peer-venv`, created with pip on first use), once with the peer's defaults
-  (rollback journal, synchronous=FULL) and once with our pragmas (WAL,
-  synchronous=NORMAL), so the ratio is not just a pragma difference.
+  same temp dir (``sqlite+aiosqlite``), run by a standalone script
+  (`children/adk_append_peer.py`) in its own virtual environment (`.local/peer-venv`,
+  created with pip on first use), once with the peer's defaults (rollback journal,
+  synchronous=FULL) and once with our pragmas (WAL, synchronous=NORMAL), so the ratio is
+  not just a pragma difference.
 """
 
 from __future__ import annotations
@@ -34,102 +36,16 @@ from django.conf import settings
 
 from agentops.runtime.bench import synthetic_history
 from sessions_app.benchmarks import Figures, register, run_json_process
+from sessions_app.benchmarks.children import append_child
 
 #: The peer, pinned: google-adk 2.13 runs offline (TESTING-NOTES.md).
 PEER_REQUIREMENTS = ("google-adk==2.13.0", "sqlalchemy[asyncio]", "aiosqlite")
 #: Targets from the issue.
 TARGET_SQLITE_EVENTS_PER_S = 2_000
 TARGET_RATIO = 5.0
-
-_OURS = r"""
-import asyncio, json, os, sys, time
-import django
-django.setup()
-from django.core.management import call_command
-from agentops.runtime.model import Event
-from sessions_app.store import DjangoSessionService
-
-call_command("migrate", verbosity=0)
-rows = json.load(open(sys.argv[1]))
-warmup = int(sys.argv[2])
-
-async def main():
-    service = DjangoSessionService()
-    session = await service.create_session("bench", "u", session_id="bench-append")
-    events = [Event.model_validate({**row, "session_id": session.id}) for row in rows]
-    for event in events[:warmup]:
-        await service.append_event(event)
-    start = time.perf_counter()
-    for event in events:
-        await service.append_event(event)
-    elapsed = time.perf_counter() - start
-    stored = len(await service.list_events(session.id))
-    return {"events": len(events), "seconds": elapsed, "stored": stored}
-
-print(json.dumps(asyncio.run(main())))
-"""
-
-_PEER = r"""
-import asyncio, json, sys, time, uuid
-from google.adk.events import Event, EventActions
-from google.adk.sessions import DatabaseSessionService
-from google.genai import types
-
-path, source, warmup, wal = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
-rows = json.load(open(source))
-
-def to_adk(row):
-    content = row["content"]
-    parts = []
-    if content.get("text"):
-        parts.append(types.Part(text=content["text"]))
-    for call in content.get("tool_calls") or ():
-        parts.append(types.Part(function_call=types.FunctionCall(
-            id=call["id"], name=call["name"], args=call.get("arguments") or {})))
-    response = content.get("tool_response")
-    if response:
-        parts.append(types.Part(function_response=types.FunctionResponse(
-            id=response["tool_call_id"], name=response["name"],
-            response={"result": response.get("result")})))
-    if content.get("tool_call_id") and not response:
-        parts.append(types.Part(function_response=types.FunctionResponse(
-            id=content["tool_call_id"], name="tool", response={"result": content.get("text")})))
-    role = "user" if content["role"] in ("user", "tool") else "model"
-    return Event(
-        invocation_id=row["turn_id"] or "inv", author=row.get("author") or role,
-        content=types.Content(role=role, parts=parts),
-        actions=EventActions(state_delta=dict(row.get("state_delta") or {})),
-    )
-
-async def main():
-    url = f"sqlite+aiosqlite:///{path}"
-    if wal:
-        from sqlalchemy import event as sa_event
-        from sqlalchemy.ext.asyncio import create_async_engine
-        engine = create_async_engine(url)
-
-        @sa_event.listens_for(engine.sync_engine, "connect")
-        def pragmas(dbapi_conn, _record):
-            cursor = dbapi_conn.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.close()
-
-        service = DatabaseSessionService(db_engine=engine)
-    else:
-        service = DatabaseSessionService(db_url=url)
-    session = await service.create_session(app_name="bench", user_id="u")
-    for row in rows[:warmup]:
-        await service.append_event(session, to_adk(row))
-    events = [to_adk(row) for row in rows]
-    start = time.perf_counter()
-    for event in events:
-        await service.append_event(session, event)
-    elapsed = time.perf_counter() - start
-    return {"events": len(events), "seconds": elapsed}
-
-print(json.dumps(asyncio.run(main())))
-"""
+#: The peer's side, a standalone script run by the peer environment's python (our project
+#: is not installed there, so it is run as a file, not as a module of ours).
+PEER_SCRIPT = Path(__file__).resolve().parent / "children" / "adk_append_peer.py"
 
 
 def write_events(path: Path, events: int) -> int:
@@ -153,7 +69,7 @@ def _ours(database_url: str, source: Path, warmup: int) -> dict[str, Any]:
     env = {**os.environ, "DATABASE_URL": database_url}
     env.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
     return run_json_process(
-        [sys.executable, "-c", _OURS, str(source), str(warmup)],
+        [sys.executable, "-m", append_child.__name__, str(source), str(warmup)],
         env,
         f"bench append (ours on {database_url})",
     )
@@ -211,7 +127,7 @@ def peer_python(venv_dir: Path | None = None) -> Path:
 
 def _peer(python: Path, db: Path, source: Path, warmup: int, wal: bool) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
-    argv = [str(python), "-c", _PEER, str(db), str(source), str(warmup), "1" if wal else "0"]
+    argv = [str(python), str(PEER_SCRIPT), str(db), str(source), str(warmup), "1" if wal else "0"]
     return run_json_process(argv, env, "bench append (peer" + (" WAL)" if wal else ")"))
 
 

@@ -4,9 +4,10 @@ What is measured, honestly:
 - a synthetic Claude Code JSONL of `events` events (turns of: user prompt, assistant
   message split over two lines (text, then tool_use), tool result, final answer) is
   written to a temp dir;
-- a subprocess with `DATABASE_URL` pointing at a new SQLite file in that temp dir (never
-  the dev database) runs `migrate`, then times `import_file` (read + parse + one
-  transaction of bulk inserts, same settings as production: WAL, synchronous=NORMAL);
+- a subprocess (`children.import_child`) with `DATABASE_URL` pointing at a new SQLite file
+  in that temp dir (never the dev database) runs `migrate`, then times `import_file` (read
+  + parse + one transaction of bulk inserts, same settings as production: WAL,
+  synchronous=NORMAL);
 - `import_file` is the real import, timed first: read, sha256, parse, each session's
   resume status worked out in memory (`writer.parsed_resume_status`), one transaction of
   bulk inserts; then, as a breakdown, parsing and the resume status are timed again on
@@ -27,29 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sessions_app.benchmarks import Figures, register, run_django_child
-
-_CHILD = r"""
-import json, sys, time
-import django
-django.setup()
-from django.core.management import call_command
-from sessions_app.ingest import gc_paused, import_file, parse_file
-from sessions_app.ingest.writer import parsed_resume_status
-from pathlib import Path
-call_command("migrate", verbosity=0)
-path = Path(sys.argv[1])
-t0 = time.perf_counter()
-report = import_file(path)
-t1 = time.perf_counter()
-result = parse_file(path)
-t2 = time.perf_counter()
-with gc_paused():  # as in the import
-    for parsed in result.sessions:
-        parsed_resume_status(parsed)
-t3 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "parse_s": t2 - t1, "resume_status_s": t3 - t2,
-                  "stats": report.stats}))
-"""
+from sessions_app.benchmarks.children import import_child
 
 
 def write_synthetic_claude(path: Path, events: int) -> int:
@@ -183,7 +162,7 @@ def bench_import(events: int = 50_000, **_: Any) -> Figures:
         source = tmpdir / "bench-session.jsonl"
         expected = write_synthetic_claude(source, int(events))
         db = tmpdir / "bench.sqlite3"
-        child = run_django_child(_CHILD, [str(source)], db)
+        child = run_django_child(import_child.__name__, [str(source)], db)
         stored = child["stats"]["events"]
         rows, raw_s = _raw_executemany(db)
         return {

@@ -50,7 +50,7 @@ def _int(value: Any) -> int | None:
     return number if number >= 0 else None
 
 
-class SessionConsumer(AsyncJsonWebsocketConsumer):
+class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     """One watcher of one session (see the module docstring)."""
 
     session_id: str = ""
@@ -123,16 +123,16 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):
             self.turn_last_id[event["turn_id"]] = event["id"]
         await self.send_json({"kind": "event", "event": event})
 
-    @database_sync_to_async
+    @database_sync_to_async  # type: ignore[untyped-decorator]
     def _may_view(self) -> bool:
         user = self.scope.get("user")
         return user is not None and can_view(user)
 
-    @database_sync_to_async
+    @database_sync_to_async  # type: ignore[untyped-decorator]
     def _session_exists(self) -> bool:
         return Session.objects.filter(pk=self.session_id).exists()
 
-    @database_sync_to_async
+    @database_sync_to_async  # type: ignore[untyped-decorator]
     def _missed(
         self, after: int, turn_ids: list[str]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from playwright.sync_api import Page
+from pytest_django.live_server_helper import LiveServer
 
 CHROMIUM = Path(os.environ.get("AGENTOPS_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS = Path(__file__).resolve().parents[2] / ".local" / "screenshots"
@@ -17,7 +20,7 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / ".local" / "screenshots"
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if CHROMIUM.exists():
         return
     if os.environ.get("CI"):
@@ -29,7 +32,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
     return {
         **browser_type_launch_args,
         "executable_path": str(CHROMIUM),
@@ -46,7 +49,7 @@ def screenshot_dir() -> Path:
     return SCREENSHOTS
 
 
-def sign_in(page, live_server, username: str, password: str) -> None:
+def sign_in(page: Page, live_server: LiveServer, username: str, password: str) -> None:
     """Sign in through the real login form."""
     page.goto(f"{live_server.url}/accounts/login/")
     page.fill("#id_username", username)

@@ -4,7 +4,11 @@ interrupted/canceled."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import Browser, Page
 
 from sessions_app.models import Event
 from tests.factories import make_session
@@ -18,7 +22,7 @@ pytestmark = [
 ]
 
 
-def _sign_in(page, url: str, user) -> None:
+def _sign_in(page: Page, url: str, user: User) -> None:
     page.goto(f"{url}/accounts/login/")
     page.fill("#id_username", user.username)
     page.fill("#id_password", "pw-" + user.username)
@@ -26,7 +30,9 @@ def _sign_in(page, url: str, user) -> None:
     page.wait_for_url(f"{url}/sessions/")
 
 
-def test_two_pages_watch_a_turn_stream_and_stop(browser, admin_user, operator_user, screenshot_dir):
+def test_two_pages_watch_a_turn_stream_and_stop(
+    browser: Browser, admin_user: User, operator_user: User, screenshot_dir: Path
+) -> None:
     make_session("s-watch", turns=1)
     # A slowly streaming demo agent, so the fragments are visible before the event lands.
     env = {"AGENTOPS_AGENT": "agentops.agents.demo.make_slow_agent", "REDIS_URL": ""}
@@ -54,7 +60,8 @@ def test_two_pages_watch_a_turn_stream_and_stop(browser, admin_user, operator_us
             # Counters move live: the header's turn count, the running turn's event count
             # (its user message is stored before the agent streams).
             assert page.inner_text("#turn-count") == "2"
-            assert int(page.locator(LAST + " .event-count").get_attribute("data-count")) >= 1
+            count = page.locator(LAST + " .event-count").get_attribute("data-count")
+            assert count is not None and int(count) >= 1
         for page in (admin_page, watcher):
             page.wait_for_selector(LAST + "[data-status=completed]", timeout=30_000)
             last = page.locator(LAST)
@@ -79,5 +86,5 @@ def test_two_pages_watch_a_turn_stream_and_stop(browser, admin_user, operator_us
         assert watcher.inner_text("#turn-count") == "3"
         stored = Event.objects.filter(turn_id=watcher.locator(LAST).get_attribute("data-turn-id"))
         shown = watcher.locator(LAST + " .event-count").get_attribute("data-count")
-        assert int(shown) == stored.count() > 0
+        assert shown is not None and int(shown) == stored.count() > 0
         assert admin_page.locator("#stop-form").is_hidden()

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import Dialog, Page
+from pytest_django.live_server_helper import LiveServer
 
 from tests.browser.conftest import sign_in
 from tests.factories import make_session
@@ -13,11 +18,16 @@ HOSTILE = '**Done.** <script>window.__pwned = 1</script> <img src=x onerror="win
 
 
 def test_session_page_loads_turn_events_and_never_runs_model_html(
-    page, live_server, operator_user, screenshot_dir
-):
+    page: Page, live_server: LiveServer, operator_user: User, screenshot_dir: Path
+) -> None:
     make_session("s-xss", turns=3, text=HOSTILE, statuses=["completed", "failed", "interrupted"])
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def dismiss(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
     sign_in(page, live_server, operator_user.username, "pw-" + operator_user.username)
 
     page.click("text=Session s-xss")

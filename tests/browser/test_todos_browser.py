@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Group, Permission, User
 from django.urls import reverse
+from playwright.sync_api import Page
+from pytest_django.live_server_helper import LiveServer
 
 from tests.browser.conftest import sign_in
 from tests.factories import make_session
@@ -22,7 +25,7 @@ ITEMS = [
 
 
 @pytest.fixture(autouse=True)
-def _roles(transactional_db):
+def _roles(transactional_db: None) -> None:
     """The role groups of migration sessions_app.0002_roles; a transactional test run
     before this one flushed them (post_migrate recreates permissions, not groups)."""
     roles = importlib.import_module("sessions_app.migrations.0002_roles")
@@ -38,7 +41,7 @@ def _roles(transactional_db):
             )
 
 
-def shown(page) -> list[tuple[str, str]]:
+def shown(page: Page) -> list[tuple[str, str]]:
     """(status badge, content) of each item in the panel, top to bottom."""
     rows = page.locator("#todos .todo-items > li")
     return [
@@ -51,11 +54,13 @@ def stored() -> list[tuple[str, str]]:
     return [(i["status"], i["content"]) for i in TodoList.objects.get(session_id="s-t").as_state()]
 
 
-def wait_version(page, version: int) -> None:
+def wait_version(page: Page, version: int) -> None:
     page.wait_for_selector(f'#todos[data-version="{version}"]')
 
 
-def test_admin_edits_reorders_and_completes_inline(page, live_server, admin_user, screenshot_dir):
+def test_admin_edits_reorders_and_completes_inline(
+    page: Page, live_server: LiveServer, admin_user: User, screenshot_dir: Path
+) -> None:
     make_session("s-t", todos=ITEMS)
     sign_in(page, live_server, admin_user.username, "pw-" + admin_user.username)
     page.goto(live_server.url + reverse("sessions:detail", args=["s-t"]))
@@ -99,7 +104,9 @@ def test_admin_edits_reorders_and_completes_inline(page, live_server, admin_user
     page.screenshot(path=str(screenshot_dir / "todos-history.png"), full_page=True)
 
 
-def test_stale_edit_shows_conflict_and_current_list(page, live_server, admin_user, screenshot_dir):
+def test_stale_edit_shows_conflict_and_current_list(
+    page: Page, live_server: LiveServer, admin_user: User, screenshot_dir: Path
+) -> None:
     make_session("s-t", todos=ITEMS)
     sign_in(page, live_server, admin_user.username, "pw-" + admin_user.username)
     page.goto(live_server.url + reverse("todos:page", args=["s-t"]))
@@ -118,8 +125,8 @@ def test_stale_edit_shows_conflict_and_current_list(page, live_server, admin_use
 
 
 def test_operator_sees_no_controls_and_post_is_forbidden(
-    page, live_server, operator_user, screenshot_dir
-):
+    page: Page, live_server: LiveServer, operator_user: User, screenshot_dir: Path
+) -> None:
     make_session("s-t", todos=ITEMS)
     sign_in(page, live_server, operator_user.username, "pw-" + operator_user.username)
     page.goto(live_server.url + reverse("sessions:detail", args=["s-t"]))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, cast
 
 import pytest
 from channels.layers import channel_layers
@@ -14,8 +16,10 @@ from django.conf import settings
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _own_redis_prefix():
-    config = settings.CHANNEL_LAYERS["default"].get("CONFIG", {})
+def _own_redis_prefix() -> Iterator[None]:
+    # The settings module builds CHANNEL_LAYERS from literals, so its inferred type is too loose.
+    layer = cast(dict[str, Any], settings.CHANNEL_LAYERS["default"])
+    config: dict[str, Any] = layer.get("CONFIG", {})
     if "hosts" not in config:
         yield
         return
@@ -32,7 +36,7 @@ def _own_redis_prefix():
 
 
 @pytest.fixture(autouse=True)
-async def _fresh_channel_layer():
+async def _fresh_channel_layer() -> AsyncIterator[None]:
     channel_layers.backends.clear()
     yield
     layer = channel_layers.backends.get("default")

@@ -9,12 +9,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 
@@ -24,7 +25,7 @@ from agentops.runtime.model import Content, Event, FinishReason, Role
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def session_cookie(user) -> str:
+def session_cookie(user: User) -> str:
     """A `Cookie` header value signing `user` in (a real Django session row)."""
     client = Client()
     client.force_login(user)
@@ -49,7 +50,7 @@ def communicator(
 
 
 async def receive_until(
-    comm: WebsocketCommunicator, done, timeout: float = 10
+    comm: WebsocketCommunicator, done: Callable[[dict[str, Any]], bool], timeout: float = 10
 ) -> list[dict[str, Any]]:
     """Messages received until `done(message)` is true for one (included)."""
     messages: list[dict[str, Any]] = []
@@ -62,10 +63,12 @@ async def receive_until(
 
 
 def turn_ended(message: dict[str, Any]) -> bool:
-    return message["kind"] == "turn" and message["turn"]["status"] != "running"
+    return bool(message["kind"] == "turn" and message["turn"]["status"] != "running")
 
 
-def scripted_agent(text: str = "Hello there, watcher.", *, pieces: int = 3):
+def scripted_agent(
+    text: str = "Hello there, watcher.", *, pieces: int = 3
+) -> Callable[[list[Event]], AsyncIterator[Event]]:
     """An agent that streams `text` in `pieces` partial events, then stores it."""
     size = max(1, len(text) // pieces)
     chunks = [text[i : i + size] for i in range(0, len(text), size)]

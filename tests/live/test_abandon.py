@@ -5,9 +5,11 @@ or one whose run lock is held, is left alone."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -18,17 +20,18 @@ from tests.factories import add_unanswered_call, make_session
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _stop(client, session_id: str, turn_id: str = "") -> dict:
+def _stop(client: Client, session_id: str, turn_id: str = "") -> dict[str, Any]:
     response = client.post(
         reverse("sessions:stop_turns", args=[session_id]),
         {"turn_id": turn_id},
         HTTP_ACCEPT="application/json",
     )
     assert response.status_code == 202
-    return response.json()
+    answer: dict[str, Any] = response.json()
+    return answer
 
 
-def test_stop_records_a_stuck_turn_with_no_live_run_as_abandoned(admin_client):
+def test_stop_records_a_stuck_turn_with_no_live_run_as_abandoned(admin_client: Client) -> None:
     # A session cut off mid-turn long ago (factory times are in the past).
     make_session("s-dead", turns=2, statuses=["completed", "running"])
     dead = Turn.objects.get(session_id="s-dead", status="running")
@@ -44,7 +47,7 @@ def test_stop_records_a_stuck_turn_with_no_live_run_as_abandoned(admin_client):
     assert _stop(admin_client, "s-dead") == {"cancelled_here": 0, "abandoned": []}
 
 
-def test_stop_leaves_a_running_turn_with_recent_activity_alone(admin_client):
+def test_stop_leaves_a_running_turn_with_recent_activity_alone(admin_client: Client) -> None:
     make_session("s-busy", turns=1, statuses=["running"])
     turn = Turn.objects.get(session_id="s-busy")
     now = timezone.now()
@@ -67,7 +70,7 @@ async def test_a_stuck_turn_whose_run_lock_is_held_is_not_abandoned() -> None:
     assert len(await live.abandon_stuck_turns("s-held")) == 1
 
 
-def test_abandoning_refreshes_the_resume_status(admin_client):
+def test_abandoning_refreshes_the_resume_status(admin_client: Client) -> None:
     make_session("s-open", turns=1, statuses=["running"])
     turn = Turn.objects.get(session_id="s-open")
     add_unanswered_call(turn)

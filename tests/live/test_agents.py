@@ -4,35 +4,46 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import httpx
 import pytest
 
 from agentops.agents.demo import DemoAgent
 from agentops.agents.openai_compat import OpenAICompatAgent
-from agentops.runtime import InMemorySessionService, InMemoryTodoStore, Runner
+from agentops.runtime import (
+    Event,
+    InMemorySessionService,
+    InMemoryTodoStore,
+    Runner,
+    Turn,
+    TurnStore,
+)
+
+Stores = tuple[InMemorySessionService, InMemoryTodoStore]
 
 
 @pytest.fixture
-async def stores():
+async def stores() -> Stores:
     service = InMemorySessionService()
     await service.create_session("app", "u", session_id="s")
     return service, InMemoryTodoStore(service)
 
 
-async def _run(runner, text):
-    events = []
-    error = None
+async def _run(runner: Runner, text: str) -> tuple[list[Event], BaseException | None, Turn]:
+    events: list[Event] = []
+    error: BaseException | None = None
     try:
         async for event in runner.run("s", text):
             events.append(event)
     except BaseException as caught:
         error = caught
+    assert isinstance(runner.session_service, TurnStore)
     turns = await runner.session_service.list_turns("s")
     return events, error, turns[-1]
 
 
-async def test_demo_agent_streams_plans_with_todos_and_completes(stores):
+async def test_demo_agent_streams_plans_with_todos_and_completes(stores: Stores) -> None:
     service, todos = stores
     events, error, turn = await _run(Runner(DemoAgent(todo_store=todos, delay=0), service), "plan")
     assert error is None and turn.status == "completed"
@@ -44,7 +55,8 @@ async def test_demo_agent_streams_plans_with_todos_and_completes(stores):
     assert called[:2] == ["todos_write", "todos_update"] and "word_count" in called
     results = [e for e in stored if e.role == "tool"]
     assert len(results) == len(called) and all(
-        not r.content.tool_response.is_error for r in results
+        r.content.tool_response is not None and not r.content.tool_response.is_error
+        for r in results
     )
     items = await todos.read_todos("s")
     assert [i.status for i in items] == ["completed", "completed", "completed"]
@@ -57,21 +69,24 @@ async def test_demo_agent_streams_plans_with_todos_and_completes(stores):
         ("stop mid-tool", "demo_stopped_mid_tool", "tool"),
     ],
 )
-async def test_demo_agent_failures_are_recorded_with_their_safe_failure(stores, text, code, stage):
+async def test_demo_agent_failures_are_recorded_with_their_safe_failure(
+    stores: Stores, text: str, code: str, stage: str
+) -> None:
     service, todos = stores
     events, error, turn = await _run(Runner(DemoAgent(todo_store=todos, delay=0), service), text)
     assert error is not None
     assert (turn.status, turn.reason) == ("failed", "agent_error")
+    assert turn.failure is not None
     assert (turn.failure.code, turn.failure.stage) == (code, stage) and turn.failure.message
     if text == "stop mid-tool":
         assert events[-1].content.tool_calls and not any(e.role == "tool" for e in events)
 
 
-async def test_demo_agent_hang_is_cancelled_as_interrupted_canceled(stores):
+async def test_demo_agent_hang_is_cancelled_as_interrupted_canceled(stores: Stores) -> None:
     service, todos = stores
     runner = Runner(DemoAgent(todo_store=todos, delay=0), service)
 
-    async def consume():
+    async def consume() -> None:
         async for _event in runner.run("s", "hang please"):
             pass
 
@@ -86,21 +101,21 @@ async def test_demo_agent_hang_is_cancelled_as_interrupted_canceled(stores):
     assert (turn.status, turn.reason) == ("interrupted", "canceled")
 
 
-def _sse(*chunks) -> bytes:
+def _sse(*chunks: dict[str, Any]) -> bytes:
     return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
 
 
-def _delta(**delta):
+def _delta(**delta: Any) -> dict[str, Any]:
     return {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
 
 
-def _finish(reason):
+def _finish(reason: str) -> dict[str, Any]:
     return {"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}
 
 
-async def test_openai_compat_agent_streams_and_executes_todo_tools(stores):
+async def test_openai_compat_agent_streams_and_executes_todo_tools(stores: Stores) -> None:
     service, todos = stores
-    requests = []
+    requests: list[tuple[httpx.Request, Any]] = []
     arguments = json.dumps({"todos": [{"content": "Write tests", "status": "pending"}]})
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -149,8 +164,11 @@ async def test_openai_compat_agent_streams_and_executes_todo_tools(stores):
         "Write tests",
     )
     assert stored[0].finish_reason == "tool_calls"
+    assert stored[1].content.tool_response is not None
     assert stored[1].content.tool_response.result == {"count": 1}
-    assert stored[2].content.text == "Planned one task." and stored[2].usage.total_tokens == 10
+    usage = stored[2].usage
+    assert stored[2].content.text == "Planned one task." and usage is not None
+    assert usage.total_tokens == 10
     assert [i.content for i in await todos.read_todos("s")] == ["Write tests"]
     first, second = requests
     assert first[0].url == "http://llm.test/v1/chat/completions"
@@ -166,7 +184,7 @@ async def test_openai_compat_agent_streams_and_executes_todo_tools(stores):
     }
 
 
-async def test_openai_compat_http_error_is_a_safe_provider_failure(stores):
+async def test_openai_compat_http_error_is_a_safe_provider_failure(stores: Stores) -> None:
     service, todos = stores
     secret = "internal stack trace with a key sk-123"
     agent = OpenAICompatAgent(
@@ -174,7 +192,7 @@ async def test_openai_compat_http_error_is_a_safe_provider_failure(stores):
         transport=httpx.MockTransport(lambda request: httpx.Response(503, text=secret)),
     )  # fmt: skip
     _events, error, turn = await _run(Runner(agent, service), "hi")
-    assert error is not None
+    assert error is not None and turn.failure is not None
     assert (turn.status, turn.failure.code, turn.failure.stage) == (
         "failed",
         "provider_http_503",

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
 
 from agentops.runtime.model import Content, Event, Role, ToolCall
 from sessions_app import live
@@ -25,27 +29,29 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def operator_cookie(operator_user) -> str:
+def operator_cookie(operator_user: User) -> str:
     return session_cookie(operator_user)
 
 
 @pytest.fixture
-def watched(db):
+def watched(db: None) -> str:
     make_session("s-live", turns=1)
     return "s-live"
 
 
-async def _connect(comm):
+async def _connect(comm: WebsocketCommunicator) -> WebsocketCommunicator:
     connected, code = await comm.connect()
     assert connected, code
     return comm
 
 
-def _kinds(messages):
+def _kinds(messages: list[dict[str, Any]]) -> list[str]:
     return [m["kind"] for m in messages]
 
 
-async def test_every_watcher_gets_partials_and_completes_in_order(watched, operator_cookie):
+async def test_every_watcher_gets_partials_and_completes_in_order(
+    watched: str, operator_cookie: str
+) -> None:
     after = await sync_to_async(live.last_event_id)(watched)
     watchers = [
         await _connect(communicator(watched, operator_cookie, after=after)) for _ in range(2)
@@ -74,7 +80,9 @@ async def test_every_watcher_gets_partials_and_completes_in_order(watched, opera
             await comm.disconnect()
 
 
-async def test_reconnect_with_last_id_gets_exactly_the_missed_events(watched, operator_cookie):
+async def test_reconnect_with_last_id_gets_exactly_the_missed_events(
+    watched: str, operator_cookie: str
+) -> None:
     comm = await _connect(communicator(watched, operator_cookie, after=0))
     try:
         first = await receive_until(comm, lambda m: m["kind"] == "hello")
@@ -103,7 +111,9 @@ async def test_reconnect_with_last_id_gets_exactly_the_missed_events(watched, op
         await comm.disconnect()
 
 
-async def test_resume_message_and_live_traffic_are_not_duplicated(watched, operator_cookie):
+async def test_resume_message_and_live_traffic_are_not_duplicated(
+    watched: str, operator_cookie: str
+) -> None:
     comm = await _connect(communicator(watched, operator_cookie, after=0))
     try:
         await receive_until(comm, lambda m: m["kind"] == "hello")
@@ -118,8 +128,10 @@ async def test_resume_message_and_live_traffic_are_not_duplicated(watched, opera
         await comm.disconnect()
 
 
-async def test_tool_result_carries_its_call_rendered_with_the_result(watched, operator_cookie):
-    async def agent(context):
+async def test_tool_result_carries_its_call_rendered_with_the_result(
+    watched: str, operator_cookie: str
+) -> None:
+    async def agent(context: list[Event]) -> AsyncIterator[Event]:
         call = ToolCall(id="c1", name="lookup", arguments={"q": "x"})
         yield Event(content=Content(role=Role.ASSISTANT, tool_calls=(call,)))
         yield Event(content=Content(role=Role.TOOL, tool_call_id="c1", text="found it"))
@@ -136,7 +148,7 @@ async def test_tool_result_carries_its_call_rendered_with_the_result(watched, op
         await comm.disconnect()
 
 
-async def test_watcher_of_another_session_gets_nothing(watched, operator_cookie):
+async def test_watcher_of_another_session_gets_nothing(watched: str, operator_cookie: str) -> None:
     await sync_to_async(make_session)("s-other")
     comm = await _connect(communicator("s-other", operator_cookie, after=0))
     try:
@@ -147,7 +159,7 @@ async def test_watcher_of_another_session_gets_nothing(watched, operator_cookie)
         await comm.disconnect()
 
 
-async def test_origin_not_in_allowed_hosts_is_refused(watched, operator_cookie):
+async def test_origin_not_in_allowed_hosts_is_refused(watched: str, operator_cookie: str) -> None:
     comm = communicator(watched, operator_cookie, origin="http://evil.example")
     connected, _ = await comm.connect()
     assert not connected
@@ -155,7 +167,9 @@ async def test_origin_not_in_allowed_hosts_is_refused(watched, operator_cookie):
 
 
 @pytest.mark.parametrize("who", ["anonymous", "outsider"])
-async def test_anonymous_and_outsider_are_refused_4403(watched, who, outsider_user):
+async def test_anonymous_and_outsider_are_refused_4403(
+    watched: str, who: str, outsider_user: User
+) -> None:
     cookie = "" if who == "anonymous" else await sync_to_async(session_cookie)(outsider_user)
     comm = communicator(watched, cookie)
     connected, code = await comm.connect()
@@ -163,14 +177,16 @@ async def test_anonymous_and_outsider_are_refused_4403(watched, who, outsider_us
     await comm.disconnect()
 
 
-async def test_unknown_session_is_refused_4404(operator_cookie):
+async def test_unknown_session_is_refused_4404(operator_cookie: str) -> None:
     comm = communicator("no-such-session", operator_cookie)
     connected, code = await comm.connect()
     assert (connected, code) == (False, CLOSE_NOT_FOUND)
     await comm.disconnect()
 
 
-async def test_stop_cancels_a_hanging_turn_as_interrupted_canceled(watched, operator_cookie):
+async def test_stop_cancels_a_hanging_turn_as_interrupted_canceled(
+    watched: str, operator_cookie: str
+) -> None:
     comm = await _connect(communicator(watched, operator_cookie))
     try:
         from agentops.agents.demo import DemoAgent

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
 
 from tests.factories import make_session
 from tests.live.helpers import communicator, session_cookie
@@ -13,7 +14,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.mark.parametrize("frame", ["garbage{", " ", "[1, 2]", '{"type": "resume"}'])
-async def test_a_frame_that_is_not_the_protocol_gets_an_error_message(operator_user, frame):
+async def test_a_frame_that_is_not_the_protocol_gets_an_error_message(
+    operator_user: User, frame: str
+) -> None:
     await sync_to_async(make_session)("s-frames")
     comm = communicator("s-frames", await sync_to_async(session_cookie)(operator_user))
     connected, code = await comm.connect()

@@ -16,6 +16,7 @@ import os
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.contrib.auth.models import User
 
 from tests.factories import make_session
 from tests.live.helpers import communicator, session_cookie
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.mark.redis
 @pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs REDIS_URL")
-async def test_a_cancelled_redis_receive_always_ends():
+async def test_a_cancelled_redis_receive_always_ends() -> None:
     layer = get_channel_layer()
     stuck = 0
     # Cancel at each of the first 13 loop steps of a receive (lock, EVAL, BZPOPMIN,
@@ -43,7 +44,9 @@ async def test_a_cancelled_redis_receive_always_ends():
     assert stuck == 0, f"{stuck} of 39 cancelled receives kept running"
 
 
-async def test_each_consumer_ends_by_itself_when_its_client_disconnects(operator_user):
+async def test_each_consumer_ends_by_itself_when_its_client_disconnects(
+    operator_user: User,
+) -> None:
     await sync_to_async(make_session)("s-leave")
     cookie = await sync_to_async(session_cookie)(operator_user)
     watchers = [communicator("s-leave", cookie) for _ in range(10)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from datetime import timedelta
+from typing import TypedDict, Unpack
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -19,7 +20,16 @@ from tests.factories import make_session
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def _run_loop_until_turns(session_id: str, count: int, **options) -> list[Turn]:
+class _LoopOptions(TypedDict, total=False):
+    """Options passed on to `keep_demo_live`."""
+
+    turns: int | None
+    hold_off: float
+
+
+async def _run_loop_until_turns(
+    session_id: str, count: int, **options: Unpack[_LoopOptions]
+) -> list[Turn]:
     """Run the demo loop until the session has `count` turns, then stop the loop (the
     slow demo turns need not finish); returns the turns in start order."""
     loop = asyncio.create_task(live_demo.keep_demo_live(session_id, pause=0, **options))
@@ -34,7 +44,7 @@ async def _run_loop_until_turns(session_id: str, count: int, **options) -> list[
     return [t async for t in Turn.objects.filter(session_id=session_id).order_by("started_at")]
 
 
-async def test_after_a_stop_the_demo_waits_before_its_next_turn():
+async def test_after_a_stop_the_demo_waits_before_its_next_turn() -> None:
     async def stop_the_first_turn() -> None:
         async with asyncio.timeout(20):
             while not await Turn.objects.filter(session_id="s-aside").aexists():
@@ -47,10 +57,11 @@ async def test_after_a_stop_the_demo_waits_before_its_next_turn():
         )
     )[0]
     assert (first.status, first.reason) == ("interrupted", "canceled")
+    assert first.finished_at is not None
     assert (second.started_at - first.finished_at).total_seconds() >= 1.0
 
 
-async def test_a_persons_turn_is_waited_for_and_then_hold_off_seconds_more():
+async def test_a_persons_turn_is_waited_for_and_then_hold_off_seconds_more() -> None:
     await sync_to_async(make_session)("s-person", turns=1, statuses=["running"])
     person = await Turn.objects.aget(session_id="s-person")
 
@@ -67,4 +78,5 @@ async def test_a_persons_turn_is_waited_for_and_then_hold_off_seconds_more():
     )[0]
     finished, demo = turns
     assert finished.pk == person.pk and finished.status == "completed"
+    assert finished.finished_at is not None
     assert demo.started_at - finished.finished_at >= timedelta(seconds=0.5)

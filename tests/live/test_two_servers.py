@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from typing import Any
 
 import httpx
 import pytest
 import websockets
+from django.contrib.auth.models import User
+from websockets.asyncio.client import ClientConnection
 
 from sessions_app import live
 from sessions_app.models import Event, Turn
@@ -25,7 +28,9 @@ pytestmark = [
 ]
 
 
-async def _post(server: DaphneServer, cookie: str, path: str, data: dict[str, str]) -> dict:
+async def _post(
+    server: DaphneServer, cookie: str, path: str, data: dict[str, str]
+) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=server.url, headers={"Cookie": cookie}) as client:
         page = await client.get(path.rsplit("/", 2)[0] + "/")  # the session page sets csrftoken
         token = page.cookies.get("csrftoken") or client.cookies.get("csrftoken")
@@ -40,10 +45,13 @@ async def _post(server: DaphneServer, cookie: str, path: str, data: dict[str, st
             },
         )
         assert response.status_code == 202, response.text
-        return response.json()
+        answer: dict[str, Any] = response.json()
+        return answer
 
 
-async def _watch_until_turn_ends(ws, turn_id: str, seen: list[dict]) -> dict:
+async def _watch_until_turn_ends(
+    ws: ClientConnection, turn_id: str, seen: list[dict[str, Any]]
+) -> dict[str, Any]:
     async with asyncio.timeout(30):
         while True:
             message = json.loads(await ws.recv())
@@ -53,17 +61,19 @@ async def _watch_until_turn_ends(ws, turn_id: str, seen: list[dict]) -> dict:
                 return turn
 
 
-def test_turn_run_in_one_server_is_watched_through_the_other(admin_user, operator_user):
+def test_turn_run_in_one_server_is_watched_through_the_other(
+    admin_user: User, operator_user: User
+) -> None:
     make_session("s-two", turns=1)
     after = live.last_event_id("s-two")
     admin, operator = session_cookie(admin_user), session_cookie(operator_user)
 
-    async def scenario(a: DaphneServer, b: DaphneServer) -> tuple[list[dict], str, str]:
+    async def scenario(a: DaphneServer, b: DaphneServer) -> tuple[list[dict[str, Any]], str, str]:
         url = f"ws://127.0.0.1:{b.port}/ws/sessions/s-two/?after={after}"
         headers = {"Cookie": operator, "Origin": b.url}
         async with websockets.connect(url, additional_headers=headers) as ws:
             assert json.loads(await ws.recv())["kind"] == "hello"
-            seen: list[dict] = []
+            seen: list[dict[str, Any]] = []
             started = await _post(a, admin, "/sessions/s-two/run/", {"message": "hello from a"})
             ended = await _watch_until_turn_ends(ws, started["turn_id"], seen)
             assert ended["status"] == "completed"

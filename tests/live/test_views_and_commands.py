@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from io import StringIO
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import AsyncClient, Client
 from django.urls import reverse
@@ -15,10 +17,15 @@ from sessions_app import live
 from sessions_app.models import Event, Turn
 from tests.factories import make_session
 
+if TYPE_CHECKING:
+    from django.test.client import _MonkeyPatchedASGIResponse
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_page_offers_the_message_box_to_admins_only(admin_client, operator_user, client):
+def test_page_offers_the_message_box_to_admins_only(
+    admin_client: Client, operator_user: User, client: Client
+) -> None:
     make_session("s-page")
     body = admin_client.get(reverse("sessions:detail", args=["s-page"])).content.decode()
     assert 'id="run-form"' in body and 'id="stop-form"' in body and "live.js" in body
@@ -28,7 +35,7 @@ def test_page_offers_the_message_box_to_admins_only(admin_client, operator_user,
     assert 'id="run-form"' not in body and "only admins can start or stop turns" in body
 
 
-def test_operator_may_not_start_or_stop_turns(operator_client):
+def test_operator_may_not_start_or_stop_turns(operator_client: Client) -> None:
     make_session("s-op")
     for name in ("sessions:run_turn", "sessions:stop_turns"):
         response = operator_client.post(reverse(name, args=["s-op"]), {"message": "hi"})
@@ -36,7 +43,7 @@ def test_operator_may_not_start_or_stop_turns(operator_client):
     assert not Turn.objects.filter(session_id="s-op", status="running").exists()
 
 
-def test_outsider_gets_404_and_get_is_not_allowed(outsider_user, admin_user):
+def test_outsider_gets_404_and_get_is_not_allowed(outsider_user: User, admin_user: User) -> None:
     make_session("s-out")
     url = reverse("sessions:run_turn", args=["s-out"])
     outsider, admin = Client(), Client()
@@ -51,12 +58,12 @@ class _Client(AsyncClient):
     (daphne) runs them; without it sync middleware would hold asgiref's single thread
     while the view waits for the turn, which needs that thread too."""
 
-    async def request(self, **request):
+    async def request(self, **request: Any) -> _MonkeyPatchedASGIResponse:
         async with ThreadSensitiveContext():
             return await super().request(**request)
 
 
-async def test_admin_starts_a_turn_that_runs_in_the_background(admin_user):
+async def test_admin_starts_a_turn_that_runs_in_the_background(admin_user: User) -> None:
     await sync_to_async(make_session)("s-run")
     client = _Client()
     await sync_to_async(client.force_login)(admin_user)
@@ -84,10 +91,11 @@ async def test_admin_starts_a_turn_that_runs_in_the_background(admin_user):
         while live.running_turn_ids("s-run"):
             await asyncio.sleep(0.05)
     latest = await Turn.objects.filter(session_id="s-run").order_by("-started_at").afirst()
+    assert latest is not None
     assert (latest.status, latest.reason) == ("interrupted", "canceled")
 
 
-def test_run_turn_command_prints_events_and_final_status():
+def test_run_turn_command_prints_events_and_final_status() -> None:
     make_session("s-cmd")
     out = StringIO()
     call_command("run_turn", "s-cmd", "plan my day", stdout=out)
@@ -104,7 +112,7 @@ def test_run_turn_command_prints_events_and_final_status():
     assert missing.value.returncode == 2
 
 
-async def test_live_turn_uses_recorded_tool_outcomes(admin_user):
+async def test_live_turn_uses_recorded_tool_outcomes(admin_user: User) -> None:
     """A completed turn with an unanswered call blocks the session until an outcome is
     recorded; then a turn started from the page (the live runner) goes ahead."""
     from sessions_app.models import Session, ToolOutcome
@@ -124,11 +132,11 @@ async def test_live_turn_uses_recorded_tool_outcomes(admin_user):
     )  # fmt: skip
     await live.run_turn("s-outcome", "plan", listen_for_cancel=False)
     latest = await Turn.objects.filter(session_id="s-outcome").order_by("-started_at").afirst()
-    assert latest.status == "completed"
+    assert latest is not None and latest.status == "completed"
     assert await ToolOutcome.objects.acount() == 1
 
 
-async def test_stopping_a_live_demo_turn_keeps_the_demo_running():
+async def test_stopping_a_live_demo_turn_keeps_the_demo_running() -> None:
     from sessions_app.live import demo_live as live_demo
 
     async def stop_the_first_turn() -> None:

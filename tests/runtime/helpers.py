@@ -111,7 +111,9 @@ class ScriptedAgent:
         return len(self.contexts)
 
 
-async def drain(runner: Runner, session_id: str, user_input: Any = "hi", **kwargs: Any):
+async def drain(
+    runner: Runner, session_id: str, user_input: Any = "hi", **kwargs: Any
+) -> tuple[list[Event], Exception | None]:
     """Run one turn to its end: (yielded events, raised error or None)."""
     yielded: list[Event] = []
     try:

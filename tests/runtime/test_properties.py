@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,6 +22,7 @@ from agentops.runtime import (
     ProjectionInput,
     Runner,
     ToolExecutionUnknownError,
+    Turn,
     TurnReason,
     TurnStatus,
     explain_projection,
@@ -57,8 +59,8 @@ def build_history(specs: list[tuple[str, str, list[str]]]) -> list[Event]:
     return events
 
 
-def build_turns(chosen: list[TurnStatus | None]) -> list:
-    turns = []
+def build_turns(chosen: list[TurnStatus | None]) -> list[Turn]:
+    turns: list[Turn] = []
     for minute, (turn_id, status) in enumerate(zip(TURN_IDS[1:], chosen, strict=False)):
         if status is None:
             continue
@@ -75,7 +77,9 @@ def build_turns(chosen: list[TurnStatus | None]) -> list:
     specs=st.lists(event_specs, max_size=25),
     chosen=st.lists(statuses, min_size=4, max_size=4),
 )
-def test_projection_is_valid_or_raises_and_never_leaks(specs, chosen) -> None:
+def test_projection_is_valid_or_raises_and_never_leaks(
+    specs: list[tuple[str, str, list[str]]], chosen: list[TurnStatus | None]
+) -> None:
     events = build_history(specs)
     turns = build_turns(chosen)
     running = {t.id for t in turns if t.status is TurnStatus.RUNNING}
@@ -105,6 +109,10 @@ def test_projection_is_valid_or_raises_and_never_leaks(specs, chosen) -> None:
     assert [e.id for e in kept] == sorted(e.id for e in kept)
 
 
+#: One scripted agent step: ("text",), ("partial",), ("error",), ("stop",),
+#: ("calls", [call ids]) or ("result", call id); its shape depends on its first item.
+Step = tuple[Any, ...]
+
 step = st.one_of(
     st.just(("text",)),
     st.just(("partial",)),
@@ -120,7 +128,7 @@ class Boom(Exception):
     pass
 
 
-def make_agent(steps: list[tuple]):
+def make_agent(steps: list[Step]) -> Callable[[list[Event]], AsyncIterator[Event]]:
     async def agent(context: list[Event]) -> AsyncIterator[Event]:
         for item in steps:
             if item[0] == "text":
@@ -137,7 +145,9 @@ def make_agent(steps: list[tuple]):
     return agent
 
 
-async def run_turn(runner: Runner, sid: str, steps: list[tuple]):
+async def run_turn(
+    runner: Runner, sid: str, steps: list[Step]
+) -> tuple[list[Event], int, Exception | None, bool]:
     """(complete yielded events, partial count, raised error, stopped by consumer)."""
     stop_after = next((i for i, s in enumerate(steps) if s[0] == "stop"), None)
     complete: list[Event] = []
@@ -145,7 +155,9 @@ async def run_turn(runner: Runner, sid: str, steps: list[tuple]):
     error: Exception | None = None
     stopped = False
     try:
-        async with contextlib.aclosing(runner.run(sid, "go")) as events:
+        async with contextlib.aclosing(
+            cast(AsyncGenerator[Event, None], runner.run(sid, "go"))
+        ) as events:
             async for index, event in _enumerate(events):
                 if event.partial:
                     assert event.id == 0
@@ -168,7 +180,7 @@ async def _enumerate(events: AsyncIterator[Event]) -> AsyncIterator[tuple[int, E
         index += 1
 
 
-async def check_turns(kind: StoreKind, turns_steps: list[list[tuple]]) -> None:
+async def check_turns(kind: StoreKind, turns_steps: list[list[Step]]) -> None:
     harness = kind.factory()
     service = harness.service
     sid = (await service.create_session("app", "u")).id
@@ -196,5 +208,7 @@ async def check_turns(kind: StoreKind, turns_steps: list[list[tuple]]) -> None:
 @pytest.mark.parametrize("kind", FAST_KINDS, ids=[k.name for k in FAST_KINDS])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(turns_steps=st.lists(st.lists(step, max_size=6), min_size=1, max_size=3))
-def test_runner_stores_exactly_the_complete_events(kind: StoreKind, turns_steps) -> None:
+def test_runner_stores_exactly_the_complete_events(
+    kind: StoreKind, turns_steps: list[list[Step]]
+) -> None:
     asyncio.run(check_turns(kind, turns_steps))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import cast
 
 import pytest
 
@@ -17,6 +18,7 @@ from agentops.runtime import (
     ContentPart,
     Event,
     FailureStage,
+    Role,
     Runner,
     SessionNotFoundError,
     ToolExecutionUnknownError,
@@ -26,6 +28,7 @@ from agentops.runtime import (
     TurnStatus,
     cleanup_errors,
 )
+from agentops.runtime.model import ContentPartType
 from agentops.runtime.projection import ProjectionInput
 
 from .conftest import StoreHarness
@@ -58,7 +61,7 @@ async def stored(harness: StoreHarness, session_id: str) -> list[Event]:
 
 
 async def only_turn(harness: StoreHarness, session_id: str, index: int = -1) -> Turn:
-    turns = await harness.service.list_turns(session_id)  # type: ignore[attr-defined]
+    turns: list[Turn] = await harness.service.list_turns(session_id)  # type: ignore[attr-defined]
     return turns[index]
 
 
@@ -213,7 +216,7 @@ async def test_abandoned_running_turn_recovered_when_lock_held(locking_store: St
     crashed = Turn(id="turn_crashed", session_id=sid, started_at=T0)
     await service.begin_turn(sid, crashed)  # type: ignore[attr-defined]
     await service.append_event(
-        Event(session_id=sid, turn_id=crashed.id, content=Content(role="user", text="lost"))
+        Event(session_id=sid, turn_id=crashed.id, content=Content(role=Role.USER, text="lost"))
     )
     agent = ScriptedAgent([assistant("ok")])
     await drain(Runner(agent, service), sid)
@@ -238,7 +241,9 @@ async def test_events_yielded_before_agent_error_are_kept(durable_store: StoreHa
 async def test_caller_break_after_first_event_interrupts_turn(durable_store: StoreHarness) -> None:
     sid = await new_session(durable_store)
     agent = ScriptedAgent([assistant("a"), assistant("b"), assistant("c")])
-    async with contextlib.aclosing(Runner(agent, durable_store.service).run(sid, "hi")) as run:
+    async with contextlib.aclosing(
+        cast(AsyncGenerator[Event, None], Runner(agent, durable_store.service).run(sid, "hi"))
+    ) as run:
         async for _event in run:
             break
     assert texts(await stored(durable_store, sid)) == ["hi", "a"]
@@ -250,7 +255,9 @@ async def test_caller_break_after_first_event_interrupts_turn(durable_store: Sto
 async def test_caller_break_in_legacy_store_rolls_back(legacy_store: StoreHarness) -> None:
     sid = await new_session(legacy_store)
     agent = ScriptedAgent([assistant("a"), assistant("b")])
-    async with contextlib.aclosing(Runner(agent, legacy_store.service).run(sid, "hi")) as run:
+    async with contextlib.aclosing(
+        cast(AsyncGenerator[Event, None], Runner(agent, legacy_store.service).run(sid, "hi"))
+    ) as run:
         async for _event in run:
             break
     assert await stored(legacy_store, sid) == []
@@ -347,11 +354,15 @@ async def test_cancelled_lock_waiter_creates_no_turn(locking_store: StoreHarness
 async def test_multimodal_input_stored(store: StoreHarness) -> None:
     sid = await new_session(store)
     content = Content(
-        role="assistant",  # forced to user by the runner
-        parts=[
-            ContentPart(type="text", text="what is this?"),
-            ContentPart(type="image_base64", image_base64="iVBORw0KGgo=", mime_type="image/png"),
-        ],
+        role=Role.ASSISTANT,  # forced to user by the runner
+        parts=(
+            ContentPart(type=ContentPartType.TEXT, text="what is this?"),
+            ContentPart(
+                type=ContentPartType.IMAGE_BASE64,
+                image_base64="iVBORw0KGgo=",
+                mime_type="image/png",
+            ),
+        ),
     )
     await drain(Runner(ScriptedAgent([]), store.service), sid, content)
     [event] = await stored(store, sid)
@@ -400,7 +411,9 @@ async def test_caller_stops_after_tool_call_next_run_gets_notice(
 ) -> None:
     sid = await new_session(durable_store)
     first = ScriptedAgent([assistant(calls=[call("c1")]), result("c1")])
-    async with contextlib.aclosing(Runner(first, durable_store.service).run(sid, "one")) as run:
+    async with contextlib.aclosing(
+        cast(AsyncGenerator[Event, None], Runner(first, durable_store.service).run(sid, "one"))
+    ) as run:
         async for _event in run:
             break
     second = ScriptedAgent([])
@@ -544,7 +557,7 @@ async def test_error_thrown_in_by_consumer_fails_turn_at_consumer_stage(
 ) -> None:
     sid = await new_session(durable_store)
     agent = ScriptedAgent([assistant("a"), assistant("b")])
-    run = Runner(agent, durable_store.service).run(sid, "hi")
+    run = cast(AsyncGenerator[Event, None], Runner(agent, durable_store.service).run(sid, "hi"))
     await anext(run)
     with pytest.raises(ConnectionResetError):
         await run.athrow(ConnectionResetError("socket gone"))

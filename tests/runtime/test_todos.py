@@ -12,6 +12,7 @@ from agentops.runtime import (
     Event,
     InMemorySessionService,
     InMemoryTodoStore,
+    Role,
     TodoItem,
     TodoTools,
 )
@@ -26,20 +27,22 @@ from agentops.runtime.todos import (
     render_todos_for_summary,
 )
 
+ToolsAndSession = tuple[TodoTools, InMemorySessionService, str]
+
 
 @pytest.fixture
-async def tools_and_session() -> tuple[TodoTools, InMemorySessionService, str]:
+async def tools_and_session() -> ToolsAndSession:
     service = InMemorySessionService()
     session = await service.create_session("app", "u")
     return TodoTools(InMemoryTodoStore(service)), service, session.id
 
 
-async def test_unset_list_is_empty(tools_and_session) -> None:
+async def test_unset_list_is_empty(tools_and_session: ToolsAndSession) -> None:
     tools, _, sid = tools_and_session
     assert await tools.call("todos_list", sid) == {"todos": []}
 
 
-async def test_write_then_read_round_trips(tools_and_session) -> None:
+async def test_write_then_read_round_trips(tools_and_session: ToolsAndSession) -> None:
     tools, service, sid = tools_and_session
     todos = [
         {"content": "Run the tests", "status": "in_progress", "active_form": "Running the tests"},
@@ -55,7 +58,9 @@ async def test_write_then_read_round_trips(tools_and_session) -> None:
     assert session is not None and session.state["todos"] == []
 
 
-async def test_json_round_trip_coerces_and_skips_garbage_entry(tools_and_session) -> None:
+async def test_json_round_trip_coerces_and_skips_garbage_entry(
+    tools_and_session: ToolsAndSession,
+) -> None:
     _, service, sid = tools_and_session
     raw = json.loads('[{"content": "a", "status": "pending"}, 7, {"content": 3, "status": null}]')
     assert coerce_todos(raw) == [
@@ -64,7 +69,7 @@ async def test_json_round_trip_coerces_and_skips_garbage_entry(tools_and_session
     ]
     # Stored as a tool would have written it: through an event's state delta.
     await service.append_event(
-        Event(session_id=sid, content=Content(role="tool"), state_delta={"todos": raw})
+        Event(session_id=sid, content=Content(role=Role.TOOL), state_delta={"todos": raw})
     )
     tools = TodoTools(InMemoryTodoStore(service))
     assert (await tools.call("todos_list", sid))["todos"] == [
@@ -73,10 +78,10 @@ async def test_json_round_trip_coerces_and_skips_garbage_entry(tools_and_session
     ]
 
 
-async def test_scalar_value_is_rejected_naming_the_type(tools_and_session) -> None:
+async def test_scalar_value_is_rejected_naming_the_type(tools_and_session: ToolsAndSession) -> None:
     tools, service, sid = tools_and_session
     await service.append_event(
-        Event(session_id=sid, content=Content(role="tool"), state_delta={"todos": "buy milk"})
+        Event(session_id=sid, content=Content(role=Role.TOOL), state_delta={"todos": "buy milk"})
     )
     with pytest.raises(TodoShapeError, match="str"):
         await tools.call("todos_list", sid)
@@ -85,7 +90,7 @@ async def test_scalar_value_is_rejected_naming_the_type(tools_and_session) -> No
 
 
 async def test_update_patches_non_empty_fields_and_bad_index_names_range(
-    tools_and_session,
+    tools_and_session: ToolsAndSession,
 ) -> None:
     tools, _, sid = tools_and_session
     await tools.call("todos_write", sid, {"todos": [{"content": "a", "status": "pending"}]})
@@ -104,7 +109,7 @@ async def test_update_patches_non_empty_fields_and_bad_index_names_range(
         await tools.call("todos_update", sid, {"index": "zero"})
 
 
-async def test_clear_keeps_the_key(tools_and_session) -> None:
+async def test_clear_keeps_the_key(tools_and_session: ToolsAndSession) -> None:
     tools, service, sid = tools_and_session
     await tools.call("todos_write", sid, {"todos": [{"content": "a", "status": "pending"}]})
     assert await tools.call("todos_clear", sid) == {"ok": True}
@@ -112,7 +117,7 @@ async def test_clear_keeps_the_key(tools_and_session) -> None:
     assert session is not None and session.state == {"todos": []}
 
 
-async def test_concurrent_updates_are_never_lost(tools_and_session) -> None:
+async def test_concurrent_updates_are_never_lost(tools_and_session: ToolsAndSession) -> None:
     tools, _, sid = tools_and_session
     items = [{"content": f"t{i}", "status": "pending"} for i in range(20)]
     await tools.call("todos_write", sid, {"todos": items})

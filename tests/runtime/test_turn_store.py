@@ -13,6 +13,7 @@ from agentops.runtime import (
     InvalidEventError,
     InvalidOutcomeError,
     InvalidTurnError,
+    Role,
     Turn,
     TurnFailure,
     TurnNotFoundError,
@@ -20,6 +21,7 @@ from agentops.runtime import (
     TurnReason,
     TurnStateConflictError,
     TurnStatus,
+    TurnStore,
 )
 
 from .conftest import StoreHarness
@@ -31,10 +33,14 @@ async def test_append_assigns_growing_ids_timestamps_and_merges_state(store: Sto
     session = await service.create_session("app", "u", state={"a": 1})
     assert await service.get_session("nope") is None
     first = await service.append_event(
-        Event(session_id=session.id, content=Content(role="user", text="x"), state_delta={"b": 2})
+        Event(
+            session_id=session.id, content=Content(role=Role.USER, text="x"), state_delta={"b": 2}
+        )
     )
     second = await service.append_event(
-        Event(session_id=session.id, content=Content(role="user", text="y"), state_delta={"a": 3})
+        Event(
+            session_id=session.id, content=Content(role=Role.USER, text="y"), state_delta={"a": 3}
+        )
     )
     assert 0 < first.id < second.id
     assert first.created_at is not None and first.created_at.utcoffset() == timedelta(0)
@@ -42,15 +48,15 @@ async def test_append_assigns_growing_ids_timestamps_and_merges_state(store: Sto
     assert reloaded is not None and reloaded.state == {"a": 3, "b": 2}
     with pytest.raises(InvalidEventError):
         await service.append_event(
-            Event(session_id=session.id, partial=True, content=Content(role="assistant"))
+            Event(session_id=session.id, partial=True, content=Content(role=Role.ASSISTANT))
         )
 
 
 async def test_soft_deleted_events_are_not_listed(store: StoreHarness) -> None:
     service = store.service
     session = await service.create_session("app", "u")
-    kept = await service.append_event(Event(session_id=session.id, content=Content(role="user")))
-    gone = await service.append_event(Event(session_id=session.id, content=Content(role="user")))
+    kept = await service.append_event(Event(session_id=session.id, content=Content(role=Role.USER)))
+    gone = await service.append_event(Event(session_id=session.id, content=Content(role=Role.USER)))
     await service.delete_event(session.id, gone.id)
     assert [e.id for e in await service.list_events(session.id)] == [kept.id]
     with pytest.raises(EventNotFoundError):
@@ -60,6 +66,7 @@ async def test_soft_deleted_events_are_not_listed(store: StoreHarness) -> None:
 @pytest.mark.turn_store
 async def test_begin_rejects_bad_turns(durable_store: StoreHarness) -> None:
     ts = durable_store.service
+    assert isinstance(ts, TurnStore)  # the durable kinds are turn stores
     session = await ts.create_session("app", "u")
     ok = Turn(id="t1", session_id=session.id, started_at=T0)
     await ts.begin_turn(session.id, ok)
@@ -77,6 +84,7 @@ async def test_begin_rejects_bad_turns(durable_store: StoreHarness) -> None:
 @pytest.mark.turn_store
 async def test_finalize_only_running_to_terminal(durable_store: StoreHarness) -> None:
     ts = durable_store.service
+    assert isinstance(ts, TurnStore)  # the durable kinds are turn stores
     session = await ts.create_session("app", "u")
     await ts.begin_turn(session.id, Turn(id="t1", session_id=session.id, started_at=T0))
     with pytest.raises(InvalidOutcomeError):
@@ -101,6 +109,7 @@ async def test_list_turns_by_start_then_id_and_interrupt_running(
     durable_store: StoreHarness,
 ) -> None:
     ts = durable_store.service
+    assert isinstance(ts, TurnStore)  # the durable kinds are turn stores
     session = await ts.create_session("app", "u")
     for turn_id, minute in (("b", 0), ("a", 0), ("c", -1)):
         await ts.begin_turn(

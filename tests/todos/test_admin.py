@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from django.urls import reverse
 
 from tests.factories import make_session
@@ -18,14 +21,19 @@ ITEMS = [
 
 
 @pytest.fixture
-def staff(client):
+def staff(client: Client) -> Client:
     user = User.objects.create_superuser("root", password="pw-root")
     client.force_login(user)
     return client
 
 
-def form_data(todo_list: TodoList, version: int, rows: list[dict], extra: dict | None = None):
-    data = {
+def form_data(
+    todo_list: TodoList,
+    version: int,
+    rows: list[dict[str, Any]],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    data: dict[str, Any] = {
         "expected_version": version,
         "items-TOTAL_FORMS": len(rows),
         "items-INITIAL_FORMS": sum(1 for row in rows if row.get("id")),
@@ -40,7 +48,7 @@ def form_data(todo_list: TodoList, version: int, rows: list[dict], extra: dict |
     return data
 
 
-def test_admin_save_reorders_edits_adds_and_deletes_through_the_service(staff):
+def test_admin_save_reorders_edits_adds_and_deletes_through_the_service(staff: Client) -> None:
     make_session("s-1", todos=[*ITEMS, {"content": "Drop me", "status": "pending"}])
     todo_list = TodoList.objects.get(session_id="s-1")
     ids = list(todo_list.items.values_list("id", flat=True))
@@ -63,11 +71,12 @@ def test_admin_save_reorders_edits_adds_and_deletes_through_the_service(staff):
         {"content": "New", "status": "pending"},
     ]
     change = TodoChange.objects.get()
+    assert change.user is not None
     assert (change.actor, change.action, change.user.username) == ("person", "admin", "root")
     assert change.before[2] == {"content": "Drop me", "status": "pending"}
 
 
-def test_admin_save_from_an_old_version_is_refused(staff):
+def test_admin_save_from_an_old_version_is_refused(staff: Client) -> None:
     make_session("s-1", todos=ITEMS)
     todo_list = TodoList.objects.get(session_id="s-1")
     ids = list(todo_list.items.values_list("id", flat=True))

@@ -34,7 +34,7 @@ def _test_database_url() -> str:
     return url
 
 
-def test_eight_processes_updating_one_list_lose_nothing():
+def test_eight_processes_updating_one_list_lose_nothing() -> None:
     total = WORKERS * UPDATES
     make_session(
         "s-race", todos=[{"content": f"item {i}", "status": "pending"} for i in range(total)]

@@ -27,12 +27,12 @@ async def _tools() -> tuple[TodoTools, DjangoSessionService, str]:
     return TodoTools(get_todo_store()), service, session.id
 
 
-def test_store_is_a_todo_store():
+def test_store_is_a_todo_store() -> None:
     assert isinstance(DjangoTodoStore(), TodoStore)
     assert get_todo_store() is get_todo_store()
 
 
-async def test_write_list_update_clear_bump_version_and_audit():
+async def test_write_list_update_clear_bump_version_and_audit() -> None:
     tools, _service, sid = await _tools()
     assert await tools.call("todos_list", sid) == {"todos": []}
     todos = [
@@ -58,7 +58,7 @@ async def test_write_list_update_clear_bump_version_and_audit():
     assert changes[2].turn_id == "" and changes[2].event_id is None
 
 
-async def test_bad_index_names_the_range_and_writes_nothing():
+async def test_bad_index_names_the_range_and_writes_nothing() -> None:
     tools, _service, sid = await _tools()
     await tools.call("todos_write", sid, {"todos": [{"content": "a", "status": "pending"}]})
     with pytest.raises(TodoIndexError, match=r"todo index 3 is out of range \[0, 1\)"):
@@ -67,7 +67,7 @@ async def test_bad_index_names_the_range_and_writes_nothing():
     assert await TodoChange.objects.acount() == 1
 
 
-async def test_unknown_session_raises():
+async def test_unknown_session_raises() -> None:
     tools = TodoTools(get_todo_store())
     with pytest.raises(errors.SessionNotFoundError):
         await tools.call("todos_write", "nope", {"todos": []})
@@ -75,13 +75,13 @@ async def test_unknown_session_raises():
         await tools.call("todos_list", "nope")
 
 
-async def test_garbage_write_is_rejected_naming_the_type():
+async def test_garbage_write_is_rejected_naming_the_type() -> None:
     tools, _service, sid = await _tools()
     with pytest.raises(TodoShapeError, match="holds a int"):
         await tools.call("todos_write", sid, {"todos": 5})
 
 
-async def test_concurrent_updates_in_one_turn_are_all_kept():
+async def test_concurrent_updates_in_one_turn_are_all_kept() -> None:
     tools, _service, sid = await _tools()
     items = [{"content": f"t{i}", "status": "pending"} for i in range(20)]
     await tools.call("todos_write", sid, {"todos": items})
@@ -96,8 +96,11 @@ async def test_concurrent_updates_in_one_turn_are_all_kept():
 # -- the same tool behaviour on both stores (SPEC.md 8 "Todos") -------------------------
 
 
+BoundTools = tuple[TodoTools, str]
+
+
 @pytest.fixture(params=["memory", "django"])
-async def bound_tools(request) -> tuple[TodoTools, str]:
+async def bound_tools(request: pytest.FixtureRequest) -> BoundTools:
     if request.param == "memory":
         from agentops.runtime.memory import InMemorySessionService, InMemoryTodoStore
 
@@ -108,14 +111,14 @@ async def bound_tools(request) -> tuple[TodoTools, str]:
     return tools, sid
 
 
-def test_all_four_tools_registered_with_schemas():
+def test_all_four_tools_registered_with_schemas() -> None:
     tools = TodoTools(get_todo_store())
     names = [spec.name for spec in tools.specs]
     assert names == ["todos_list", "todos_write", "todos_update", "todos_clear"]
     assert all(spec.parameters["type"] == "object" for spec in tools.specs)
 
 
-async def test_tools_behave_the_same_on_both_stores(bound_tools):
+async def test_tools_behave_the_same_on_both_stores(bound_tools: BoundTools) -> None:
     tools, sid = bound_tools
     assert await tools.call("todos_list", sid) == {"todos": []}  # unset -> empty
     assert await tools.call("todos_write", sid, {}) == {"count": 0}  # missing -> empty list
@@ -135,7 +138,9 @@ async def test_tools_behave_the_same_on_both_stores(bound_tools):
     assert await tools.call("todos_list", sid) == {"todos": []}
 
 
-async def test_json_round_trip_coerces_and_skips_garbage_on_both_stores(bound_tools):
+async def test_json_round_trip_coerces_and_skips_garbage_on_both_stores(
+    bound_tools: BoundTools,
+) -> None:
     import json
 
     tools, sid = bound_tools

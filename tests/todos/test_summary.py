@@ -21,7 +21,9 @@ from todos_app.services import read_todos
 pytestmark = pytest.mark.django_db
 
 
-def test_summary_block_for_every_imported_list(corpus: Path, capsys):
+def test_summary_block_for_every_imported_list(
+    corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     call_command("import_sessions", str(corpus), "--no-progress")
     capsys.readouterr()
     lists = [t for t in TodoList.objects.all() if t.items.exists()]
@@ -37,7 +39,7 @@ def test_summary_block_for_every_imported_list(corpus: Path, capsys):
         assert "todos_write" in instruction and "todos_update" in instruction
 
 
-async def test_summary_lines_can_restore_the_list_with_the_tools():
+async def test_summary_lines_can_restore_the_list_with_the_tools() -> None:
     items = [
         TodoItem(content="Read the code", status="completed"),
         TodoItem(content="Fix\nthe   bug", status="in_progress", active_form="Fixing"),

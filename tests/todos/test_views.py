@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 from django.urls import reverse
 
+from sessions_app.models import Session
 from tests.factories import make_session
 from todos_app.models import TodoChange, TodoList
 
@@ -18,19 +23,21 @@ ITEMS = [
 
 
 @pytest.fixture
-def session():
+def session() -> Session:
     return make_session("s-1", todos=ITEMS)  # list at version 1
 
 
-def url(name: str, *args) -> str:
+def url(name: str, *args: object) -> str:
     return reverse(f"todos:{name}", args=["s-1", *args])
 
 
-def state() -> list[dict]:
+def state() -> list[dict[str, Any]]:
     return TodoList.objects.get(session_id="s-1").as_state()
 
 
-def test_admin_sees_controls_progress_and_active_form(admin_client, session):
+def test_admin_sees_controls_progress_and_active_form(
+    admin_client: Client, session: Session
+) -> None:
     for page in (reverse("sessions:detail", args=["s-1"]), url("page")):
         html = admin_client.get(page).content.decode()
         assert 'id="todos"' in html and "1 of 3 completed" in html and "version 1" in html
@@ -38,7 +45,9 @@ def test_admin_sees_controls_progress_and_active_form(admin_client, session):
         assert 'name="version" value="1"' in html and "Move item 2 up" in html
 
 
-def test_operator_sees_no_controls_and_gets_403_on_every_post(operator_client, session):
+def test_operator_sees_no_controls_and_gets_403_on_every_post(
+    operator_client: Client, session: Session
+) -> None:
     html = operator_client.get(url("page")).content.decode()
     assert "Fix the bug" in html and 'name="version"' not in html and "Delete" not in html
     for name, args in [
@@ -54,12 +63,14 @@ def test_operator_sees_no_controls_and_gets_403_on_every_post(operator_client, s
     assert state() == ITEMS and not TodoChange.objects.exists()
 
 
-def test_outsider_gets_404(outsider_client, session):
+def test_outsider_gets_404(outsider_client: Client, session: Session) -> None:
     assert outsider_client.get(url("page")).status_code == 404
     assert outsider_client.post(url("clear"), {"version": 1}).status_code == 404
 
 
-def test_plain_posts_apply_each_action_and_redirect(admin_client, admin_user, session):
+def test_plain_posts_apply_each_action_and_redirect(
+    admin_client: Client, admin_user: User, session: Session
+) -> None:
     detail = reverse("sessions:detail", args=["s-1"])
     response = admin_client.post(
         url("edit", 2), {"version": 1, "content": "Run all tests", "active_form": "Running"}
@@ -87,7 +98,9 @@ def test_plain_posts_apply_each_action_and_redirect(admin_client, admin_user, se
     assert "6 changes" in page and "ada-admin" in page and "Ship it" in page
 
 
-def test_conflicting_edit_is_refused_with_the_current_list(admin_client, session):
+def test_conflicting_edit_is_refused_with_the_current_list(
+    admin_client: Client, session: Session
+) -> None:
     # Someone else changes the list first (version 1 -> 2).
     admin_client.post(url("status", 2), {"version": 1, "status": "in_progress"})
     current = state()
@@ -105,7 +118,9 @@ def test_conflicting_edit_is_refused_with_the_current_list(admin_client, session
     assert state() == current
 
 
-def test_htmx_edit_returns_the_panel_and_bad_input_is_explained(admin_client, session):
+def test_htmx_edit_returns_the_panel_and_bad_input_is_explained(
+    admin_client: Client, session: Session
+) -> None:
     response = admin_client.post(
         url("status", 0), {"version": 1, "status": "pending"}, headers={"HX-Request": "true"}
     )
@@ -127,13 +142,13 @@ def test_htmx_edit_returns_the_panel_and_bad_input_is_explained(admin_client, se
     assert TodoList.objects.get(session_id="s-1").version == 2
 
 
-def test_admin_can_start_a_list_on_a_session_without_one(admin_client):
+def test_admin_can_start_a_list_on_a_session_without_one(admin_client: Client) -> None:
     make_session("s-1")
     assert "has not written a todo list" in admin_client.get(url("page")).content.decode()
     admin_client.post(url("add"), {"version": 0, "content": "First"})
     assert state() == [{"content": "First", "status": "pending"}]
 
 
-def test_panel_endpoint_for_live_refresh(operator_client, session):
+def test_panel_endpoint_for_live_refresh(operator_client: Client, session: Session) -> None:
     html = operator_client.get(url("panel"), headers={"HX-Request": "true"}).content.decode()
     assert 'data-version="1"' in html and "Fix the bug" in html
