@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from django.conf import Settings
 from django.contrib.auth.models import User
 from playwright.sync_api import Dialog, Page
-from pytest_django.fixtures import SettingsWrapper
 from pytest_django.live_server_helper import LiveServer
 
 from tests.browser.conftest import sign_in
@@ -43,7 +43,7 @@ def test_session_page_loads_turn_events_and_never_runs_model_html(
 
 
 def test_filtering_the_list_with_htmx_shows_clear_and_the_pager_keeps_the_filter(
-    page: Page, live_server: LiveServer, operator_user: User, settings: SettingsWrapper
+    page: Page, live_server: LiveServer, operator_user: User, settings: Settings
 ) -> None:
     settings.AGENTOPS_SESSIONS_PER_PAGE = 2
     for session_id in ("s-a1", "s-a2", "s-a3"):
