@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.conf import Settings
 from django.contrib.auth.models import User
 from playwright.sync_api import Dialog, Page
+from pytest_django import Settings
 from pytest_django.live_server_helper import LiveServer
 
 from tests.browser.conftest import sign_in
