@@ -22,7 +22,7 @@ def test_page_offers_the_message_box_to_admins_only(admin_client, operator_user,
     make_session("s-page")
     body = admin_client.get(reverse("sessions:detail", args=["s-page"])).content.decode()
     assert 'id="run-form"' in body and 'id="stop-form"' in body and "live.js" in body
-    assert 'data-ws-path="/ws/sessions/s-page/"' in body
+    assert 'hx-ext="ws" ws-connect="/ws/sessions/s-page/"' in body
     client.force_login(operator_user)
     body = client.get(reverse("sessions:detail", args=["s-page"])).content.decode()
     assert 'id="run-form"' not in body and "only admins can start or stop turns" in body
