@@ -10,7 +10,8 @@ What is measured, honestly:
 - a turn runs through the Runner on the Django store (`sessions_app.live.run_turn`); its
   agent stamps ``time.perf_counter()`` into each event as it yields it, and each watcher
   records receive time minus that stamp: "partial" for streamed fragments (never stored),
-  "complete" for stored events (includes the database write and the server-side render);
+  "complete" for stored events (includes the database write and the watcher's process
+  rendering the event's HTML, once for all its watchers);
 - latency runs pace the agent (`pace_ms` between events, default 20 ms: 50 fragments/s, a
   fast model stream) so it is not saturated; at 100 watchers that is 5,000 messages/s;
   throughput runs yield `events` fragments back to back and count delivered messages/s
@@ -29,7 +30,7 @@ from typing import Any
 from sessions_app.benchmarks import Figures, register, run_django_child
 
 _CHILD = r"""
-import asyncio, json, statistics, sys, time
+import asyncio, json, re, statistics, sys, time
 import django
 django.setup()
 from django.core.management import call_command
@@ -72,17 +73,24 @@ def agent_for(partials, completes, pace):
     return agent
 
 
+# Frames are HTML (sessions_app.live.render): what each is says its #live-state element.
+DATA = re.compile(r'data-([a-z-]+)="([^"]*)"')
+STREAM = re.compile(r'id="stream-text-[^"]*"[^>]*>([^<]*)<')
+TEXT = re.compile(r'<div class="markdown"><p>([^<]*)</p>')
+
+
 async def read(comm, lat_partial, lat_complete, counts, index):
     while True:
-        m = await comm.receive_json_from(timeout=120)
+        html = await comm.receive_from(timeout=120)
         now = time.perf_counter()
+        m = dict(DATA.findall(html[: html.index(">")]))
         if m["kind"] == "partial":
-            lat_partial.append(now - float(m["partial"]["delta"]))
+            lat_partial.append(now - float(STREAM.search(html)[1]))
             counts[index] += 1
-        elif m["kind"] == "event" and m["event"]["role"] == "assistant":
-            lat_complete.append(now - float(m["event"]["text"]))
+        elif m["kind"] == "event" and m["role"] == "assistant":
+            lat_complete.append(now - float(TEXT.search(html)[1]))
             counts[index] += 1
-        elif m["kind"] == "turn" and m["turn"]["status"] != "running":
+        elif m["kind"] == "turn" and m["status"] != "running":
             return now
 
 
