@@ -28,6 +28,18 @@ def test_page_offers_the_message_box_to_admins_only(admin_client, operator_user,
     assert 'id="run-form"' not in body and "only admins can start or stop turns" in body
 
 
+def test_htmx_posts_get_the_note_to_show_beside_the_form(admin_client):
+    make_session("s-note")
+    htmx = {"HX-Request": "true"}
+    run = admin_client.post(
+        reverse("sessions:run_turn", args=["s-note"]), {"message": " "}, headers=htmx
+    )
+    assert run.status_code == 400
+    assert run.content.decode() == "Write a message (at most 20,000 characters)."
+    stop = admin_client.post(reverse("sessions:stop_turns", args=["s-note"]), headers=htmx)
+    assert (stop.status_code, stop.content.decode()) == (202, "Stop requested.")
+
+
 def test_operator_may_not_start_or_stop_turns(operator_client):
     make_session("s-op")
     for name in ("sessions:run_turn", "sessions:stop_turns"):
