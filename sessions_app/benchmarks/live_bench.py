@@ -11,7 +11,8 @@ What is measured, honestly:
 - a turn runs through the Runner on the Django store (`sessions_app.live.run_turn`); its
   agent stamps ``time.perf_counter()`` into each event as it yields it, and each watcher
   records receive time minus that stamp: "partial" for streamed fragments (never stored),
-  "complete" for stored events (includes the database write and the server-side render);
+  "complete" for stored events (includes the database write and the watcher's process
+  rendering the event's HTML, once for all its watchers);
 - latency runs pace the agent (`pace_ms` between events, default 20 ms: 50 fragments/s, a
   fast model stream) so it is not saturated; at 100 watchers that is 5,000 messages/s;
   throughput runs yield `events` fragments back to back and count delivered messages/s

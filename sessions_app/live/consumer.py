@@ -13,33 +13,45 @@ Client -> server (JSON):
 - ``{"type": "resume", "after": <event id>, "turns": [<turn ids shown running>]}``:
   send what was stored since `after` (also done on connect when the URL has ``?after=``).
 
-Server -> client (JSON, `kind` names the message; payload shapes in `sessions_app.live`):
-- ``{"kind": "hello", "session_id", "last_id"}`` after the catch-up;
-- ``{"kind": "turn", "turn": TurnPayload}``; ``{"kind": "event", "event": EventPayload}``
-  (stored, with its id; sent once, in id order); ``{"kind": "partial", "partial":
-  PartialPayload}`` (ephemeral); ``{"kind": "cancel", "turn_id"}`` (a stop was requested);
-  ``{"kind": "todos", "version"}`` (the todo list changed).
+Server -> client: HTML frames for htmx's websocket extension (`sessions_app.live.render`:
+what each kind swaps, and the ``#live-state`` element each begins with). Group messages
+carry values (`sessions_app.live.payloads`); the frames are made here, where the watchers
+are, each event's and turn's once per process:
+- hello (after the catch-up); turn; event (stored, with its id; sent once, in id order);
+  partial (ephemeral; a fragment whose complete event was already sent is dropped);
+  cancel (a stop was requested); todos (the todo list changed); error (a frame from the
+  client that is not the protocol; the connection stays open).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from sessions_app import live
+from sessions_app.live import render
 from sessions_app.live.groups import group_name
-from sessions_app.models import Session
+from sessions_app.live.payloads import event_payloads_after, turn_payloads
+from sessions_app.models import Session, Turn
 from sessions_app.roles import can_view
 
 logger = logging.getLogger(__name__)
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 #: Close codes (application range 4000-4999), mirroring HTTP.
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+
+#: What a frame that is not the protocol is answered with.
+ERROR = "expected {type: resume, after: id}"
+
+RUNNING = Turn.Status.RUNNING
 
 
 def _int(value: Any) -> int | None:
@@ -48,6 +60,13 @@ def _int(value: Any) -> int | None:
     except (TypeError, ValueError):
         return None
     return number if number >= 0 else None
+
+
+def _in_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """`database_sync_to_async` (ORM work in a worker thread), typed: channels has no
+    type hints."""
+    wrapped: Callable[P, Awaitable[R]] = database_sync_to_async(func)
+    return wrapped
 
 
 class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
@@ -63,6 +82,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         self.sent_id = 0
         # Last complete event id sent per turn; a partial older than that is stale.
         self.turn_last_id: dict[str, int] = {}
+        # Turns whose streaming box this watcher was sent (cleared by the next event).
+        self.streaming: set[str] = set()
         if not await self._may_view():
             await self.close(code=CLOSE_FORBIDDEN)
             return
@@ -100,20 +121,21 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
             if after is not None and isinstance(turns, list):
                 await self._catch_up(after, [str(t) for t in turns[:100]])
                 return
-        await self.send_json({"kind": "error", "error": "expected {type: resume, after: id}"})
+        await self._send_frame(render.error_frame(ERROR, self.sent_id))
 
     async def _catch_up(self, after: int, turn_ids: list[str]) -> None:
         turns, events = await self._missed(after, turn_ids)
-        for turn in turns:
-            await self.send_json({"kind": "turn", "turn": turn})
-        # Resend from `after` (the client de-duplicates by id too); live messages queued
-        # meanwhile with an id at or below the last one sent are then dropped.
+        # Resend from `after` (the page skips events it shows already); live messages
+        # queued meanwhile with an id at or below the last one sent are then dropped.
         self.sent_id = after
+        for turn in turns:
+            await self._send_turn(turn)
         for event in events:
             await self._send_event(event)
-        await self.send_json(
-            {"kind": "hello", "session_id": self.session_id, "last_id": self.sent_id}
-        )
+        await self._send_frame(render.hello_frame(self.sent_id))
+
+    async def _send_frame(self, frame: str) -> None:
+        await self.send(text_data=frame)
 
     async def _send_event(self, event: dict[str, Any]) -> None:
         if event["id"] <= self.sent_id:
@@ -121,24 +143,30 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         self.sent_id = event["id"]
         if event.get("turn_id"):
             self.turn_last_id[event["turn_id"]] = event["id"]
-        await self.send_json({"kind": "event", "event": event})
+            self.streaming.discard(event["turn_id"])
+        await self._send_frame(render.event_frame(event))
 
-    @database_sync_to_async  # type: ignore[untyped-decorator]
+    async def _send_turn(self, turn: dict[str, Any]) -> None:
+        if turn["status"] != RUNNING:
+            self.streaming.discard(turn["id"])
+        await self._send_frame(render.turn_frame(turn, self.sent_id))
+
+    @_in_thread
     def _may_view(self) -> bool:
         user = self.scope.get("user")
         return user is not None and can_view(user)
 
-    @database_sync_to_async  # type: ignore[untyped-decorator]
+    @_in_thread
     def _session_exists(self) -> bool:
         return Session.objects.filter(pk=self.session_id).exists()
 
-    @database_sync_to_async  # type: ignore[untyped-decorator]
+    @_in_thread
     def _missed(
         self, after: int, turn_ids: list[str]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         return (
-            live.turn_payloads(self.session_id, after=after, turn_ids=turn_ids),
-            live.event_payloads_after(self.session_id, after),
+            turn_payloads(self.session_id, after=after, turn_ids=turn_ids),
+            event_payloads_after(self.session_id, after),
         )
 
     # -- group messages (one handler per type) -------------------------------------------
@@ -150,23 +178,26 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
     async def live_partial(self, message: dict[str, Any]) -> None:
         """A fragment: forward unless its complete event was already sent."""
         partial = message["partial"]
-        if partial.get("after_id", 0) < self.turn_last_id.get(partial.get("turn_id", ""), 0):
+        turn_id = partial.get("turn_id", "")
+        if partial.get("after_id", 0) < self.turn_last_id.get(turn_id, 0):
             return
-        await self.send_json({"kind": "partial", "partial": partial})
+        opens = turn_id not in self.streaming
+        self.streaming.add(turn_id)
+        await self._send_frame(render.partial_frame(partial, self.sent_id, opens=opens))
 
     async def live_turn(self, message: dict[str, Any]) -> None:
         """A turn began or changed status."""
-        await self.send_json({"kind": "turn", "turn": message["turn"]})
+        await self._send_turn(message["turn"])
 
     async def turn_cancel(self, message: dict[str, Any]) -> None:
         """Someone asked to stop a turn (the owning process does the stopping)."""
-        await self.send_json({"kind": "cancel", "turn_id": message.get("turn_id", "")})
+        turn_id = message.get("turn_id", "")
+        await self._send_frame(render.cancel_frame(turn_id, self.sent_id))
 
     async def todos_changed(self, message: dict[str, Any]) -> None:
         """The session's todo list changed (todos_app.services)."""
-        await self.send_json(
-            {"kind": "todos", "session_id": self.session_id, "version": message.get("version")}
-        )
+        frame = render.todos_frame(self.session_id, message.get("version"), self.sent_id)
+        await self._send_frame(frame)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Dispatch as usual, but ignore group message types this consumer does not know

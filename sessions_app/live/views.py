@@ -1,8 +1,9 @@
 """Starting and stopping turns from the session page (admins only).
 
 Both are POST forms with CSRF protection; a plain form post redirects back to the session
-page (post/redirect/get), a request from `static/live.js` (header ``Accept:
-application/json``) gets JSON. The turn runs as an asyncio task of this server process
+page (post/redirect/get), an htmx post from the page gets the note to show beside the
+form (text; the status code says whether it worked), and a request with ``Accept:
+application/json`` gets JSON. The turn runs as an asyncio task of this server process
 (`sessions_app.live.start_turn`); the page follows it over the websocket.
 """
 
@@ -15,6 +16,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
 from sessions_app import live
@@ -30,10 +32,13 @@ def _wants_json(request: HttpRequest) -> bool:
 
 
 def _answer(
-    request: HttpRequest, session_id: str, status: int, data: dict[str, object]
+    request: HttpRequest, session_id: str, status: int, data: dict[str, object], note: str = ""
 ) -> HttpResponse:
+    """JSON `data`, the note for an htmx post (`note`, or the error), or a redirect."""
     if _wants_json(request):
         return JsonResponse(data, status=status)
+    if getattr(request, "htmx", False):
+        return HttpResponse(escape(str(data.get("error", note))), status=status)
     if status >= 400:
         messages.error(request, str(data.get("error", "The request was refused.")))
     return redirect(reverse("sessions:detail", args=[session_id]) + "#live")
@@ -80,7 +85,7 @@ async def run_turn(request: HttpRequest, session_id: str) -> HttpResponse:
         )
         name = type(error).__name__ if error else "no turn"
         return _answer(request, session.id, 409, {"error": f"The turn could not start ({name})."})
-    return _answer(request, session.id, 202, {"turn_id": handle.turn_id})
+    return _answer(request, session.id, 202, {"turn_id": handle.turn_id}, "Turn started.")
 
 
 @require_POST
@@ -96,7 +101,9 @@ async def stop_turns(request: HttpRequest, session_id: str) -> HttpResponse:
     turn_id = request.POST.get("turn_id", "")
     cancelled = await live.request_stop(session.id, turn_id)
     abandoned = [] if cancelled else await live.abandon_stuck_turns(session.id, turn_id)
-    return _answer(request, session.id, 202, {"cancelled_here": cancelled, "abandoned": abandoned})
+    note = "No process was running it: recorded as abandoned." if abandoned else "Stop requested."
+    data: dict[str, object] = {"cancelled_here": cancelled, "abandoned": abandoned}
+    return _answer(request, session.id, 202, data, note)
 
 
 def page_context(request: HttpRequest, session: Session) -> dict[str, object]:

@@ -1,18 +1,22 @@
 """Live session page in Chromium: two pages watch one session through a daphne server; one
 sends a message, both stream the text and flip the turn badge; stop ends a turn as
-interrupted/canceled."""
+interrupted/canceled. A page whose server went away reconnects and shows what was stored
+meanwhile, without gaps or doubles."""
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page
 
+from sessions_app import live
 from sessions_app.models import Event
 from tests.factories import make_session
-from tests.live.helpers import DaphneServer
+from tests.live.helpers import DaphneServer, scripted_agent
 
 LAST = "#timeline > article.turn:last-of-type"
 
@@ -70,6 +74,8 @@ def test_two_pages_watch_a_turn_stream_and_stop(
             assert last.locator(".tool-call .tool-name", has_text="todos_write").count() == 1
             assert last.locator(".tool-call .badge.status-completed").count() >= 7
             assert last.locator(".streaming").count() == 0
+            # The agent's todo list reached the panel (todos.changed over the websocket).
+            page.wait_for_selector("#todos .todo-items > li")
         admin_page.screenshot(path=str(screenshot_dir / "live-completed-admin.png"), full_page=True)
 
         admin_page.fill("#id_message", "hang for a while")
@@ -88,3 +94,47 @@ def test_two_pages_watch_a_turn_stream_and_stop(
         shown = watcher.locator(LAST + " .event-count").get_attribute("data-count")
         assert shown is not None and int(shown) == stored.count() > 0
         assert admin_page.locator("#stop-form").is_hidden()
+
+
+def test_a_page_whose_server_restarted_resumes_without_gaps(
+    browser: Browser, operator_user: User, screenshot_dir: Path
+) -> None:
+    make_session("s-resume", turns=1)
+    env = {"REDIS_URL": ""}
+    page = browser.new_context().new_page()
+    server = DaphneServer(env).__enter__()
+    try:
+        _sign_in(page, server.url, operator_user)
+        page.goto(f"{server.url}/sessions/s-resume/")
+        page.wait_for_selector(".live-indicator[data-state=live]")
+        server.__exit__()
+        page.wait_for_selector(".live-indicator[data-state=reconnecting]", timeout=20_000)
+        # Stored while the page had no server: it must catch up on these.
+        # (In a thread of its own: Playwright's event loop runs in this one.)
+        turn = live.run_turn(
+            "s-resume", "while you were away", agent=scripted_agent("Missed me?"),
+            listen_for_cancel=False,
+        )  # fmt: skip
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, turn).result(timeout=30)
+        restarted = DaphneServer(env)
+        restarted.port, restarted.url = server.port, server.url
+        server = restarted.__enter__()
+        page.wait_for_selector(".live-indicator[data-state=live]", timeout=40_000)
+        page.wait_for_selector(LAST + "[data-status=completed]", timeout=20_000)
+        last = page.locator(LAST)
+        turn_id = last.get_attribute("data-turn-id")
+        stored = list(
+            Event.objects.filter(turn_id=turn_id).order_by("id").values_list("id", flat=True)
+        )
+        shown = [
+            int((el.get_attribute("id") or "").removeprefix("event-"))
+            for el in last.locator(".event[id^=event-]").all()
+        ]
+        assert shown == stored and len(stored) == 2
+        assert "Missed me?" in last.locator(".markdown").last.inner_text()
+        assert page.inner_text("#turn-count") == "2"
+        assert last.locator(".event-count").get_attribute("data-count") == "2"
+        page.screenshot(path=str(screenshot_dir / "live-resumed.png"), full_page=True)
+    finally:
+        server.__exit__()

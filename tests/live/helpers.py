@@ -4,7 +4,9 @@ scripted agents, and a daphne server in a subprocess."""
 from __future__ import annotations
 
 import asyncio
+import html
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -49,21 +51,57 @@ def communicator(
     return WebsocketCommunicator(application, path, headers=headers)
 
 
+_STATE = re.compile(r'<span id="live-state"[^>]*>')
+_DATA = re.compile(r'data-([a-z-]+)="([^"]*)"')
+_STREAM = re.compile(r'id="stream-text-[^"]*"[^>]*>(.*?)</div>', re.S)
+_IDS = ("last_id", "event_id", "pair_id", "after_id")
+
+
+def frame(text: str | bytes) -> dict[str, Any]:
+    """A frame the live websocket sent (sessions_app.live.render), read from its
+    ``#live-state`` element: ``{"kind", "last_id", <its other data-* values>, "html"}``,
+    names with underscores, ids as ints."""
+    if isinstance(text, bytes):
+        text = text.decode()
+    head = _STATE.match(text)
+    assert head, f"not a live frame: {text[:200]!r}"
+    values: dict[str, Any] = {
+        name.replace("-", "_"): html.unescape(value) for name, value in _DATA.findall(head[0])
+    }
+    for name in _IDS:
+        if name in values:
+            values[name] = int(values[name])
+    values["html"] = text
+    return values
+
+
+def stream_text(message: dict[str, Any]) -> str:
+    """The text a partial frame streams (plain text, unescaped)."""
+    found = _STREAM.search(message["html"])
+    assert found, message["html"]
+    return html.unescape(found[1])
+
+
+async def receive_frame(comm: WebsocketCommunicator, timeout: float = 10) -> dict[str, Any]:
+    """The next frame `comm` receives, read by `frame`."""
+    return frame(await comm.receive_from(timeout=timeout))
+
+
 async def receive_until(
     comm: WebsocketCommunicator, done: Callable[[dict[str, Any]], bool], timeout: float = 10
 ) -> list[dict[str, Any]]:
-    """Messages received until `done(message)` is true for one (included)."""
+    """Frames (`frame`) received until `done(message)` is true for one (included)."""
     messages: list[dict[str, Any]] = []
     async with asyncio.timeout(timeout):
         while True:
-            message = await comm.receive_json_from(timeout=timeout)
+            message = await receive_frame(comm, timeout)
             messages.append(message)
             if done(message):
                 return messages
 
 
 def turn_ended(message: dict[str, Any]) -> bool:
-    return bool(message["kind"] == "turn" and message["turn"]["status"] != "running")
+    return bool(message["kind"] == "turn" and message["status"] != "running")
 
 
 def scripted_agent(

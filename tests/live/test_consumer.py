@@ -19,9 +19,11 @@ from sessions_app.models import Turn
 from tests.factories import make_session
 from tests.live.helpers import (
     communicator,
+    receive_frame,
     receive_until,
     scripted_agent,
     session_cookie,
+    stream_text,
     turn_ended,
 )
 
@@ -58,7 +60,7 @@ async def test_every_watcher_gets_partials_and_completes_in_order(
     ]
     try:
         for comm in watchers:
-            assert (await comm.receive_json_from())["kind"] == "hello"
+            assert (await receive_frame(comm))["kind"] == "hello"
         await live.run_turn(watched, "hi", agent=scripted_agent("Hello there, watcher.", pieces=3))
         for comm in watchers:
             messages = await receive_until(comm, turn_ended)
@@ -66,15 +68,15 @@ async def test_every_watcher_gets_partials_and_completes_in_order(
                 "turn", "event", "partial", "partial", "partial", "event", "turn",
             ]  # fmt: skip
             begun, user, *partials, answer, ended = messages
-            assert begun["turn"]["status"] == "running"
-            assert 'data-status="running"' in begun["turn"]["article_html"]
-            assert user["event"]["role"] == "user" and user["event"]["text"] == "hi"
-            assert "".join(p["partial"]["delta"] for p in partials) == "Hello there, watcher."
-            assert all(p["partial"]["after_id"] == user["event"]["id"] for p in partials)
-            assert answer["event"]["id"] > user["event"]["id"]
-            assert f'id="event-{answer["event"]["id"]}"' in answer["event"]["html"]
-            assert ended["turn"]["status"] == "completed"
-            assert "badge status-completed" in ended["turn"]["head_html"]
+            assert begun["status"] == "running"
+            assert 'data-status="running"' in begun["html"]
+            assert user["role"] == "user" and "<p>hi</p>" in user["html"]
+            assert "".join(stream_text(p) for p in partials) == "Hello there, watcher."
+            assert all(p["after_id"] == user["event_id"] for p in partials)
+            assert answer["event_id"] > user["event_id"]
+            assert f'id="event-{answer["event_id"]}"' in answer["html"]
+            assert ended["status"] == "completed"
+            assert "badge status-completed" in ended["html"]
     finally:
         for comm in watchers:
             await comm.disconnect()
@@ -102,8 +104,8 @@ async def test_reconnect_with_last_id_gets_exactly_the_missed_events(
     comm = await _connect(communicator(watched, operator_cookie, after=last_seen))
     try:
         messages = await receive_until(comm, lambda m: m["kind"] == "hello")
-        assert [m["event"]["id"] for m in messages if m["kind"] == "event"] == missed
-        turns = [m["turn"] for m in messages if m["kind"] == "turn"]
+        assert [m["event_id"] for m in messages if m["kind"] == "event"] == missed
+        turns = [m for m in messages if m["kind"] == "turn"]
         assert [t["status"] for t in turns] == ["completed"]
         assert messages[-1]["last_id"] == missed[-1]
         assert await comm.receive_nothing(timeout=0.2)
@@ -119,11 +121,11 @@ async def test_resume_message_and_live_traffic_are_not_duplicated(
         await receive_until(comm, lambda m: m["kind"] == "hello")
         await live.run_turn(watched, "one", agent=scripted_agent("One."))
         live_ids = [
-            m["event"]["id"] for m in await receive_until(comm, turn_ended) if m["kind"] == "event"
+            m["event_id"] for m in await receive_until(comm, turn_ended) if m["kind"] == "event"
         ]
         await comm.send_json_to({"type": "resume", "after": live_ids[0]})
         replay = await receive_until(comm, lambda m: m["kind"] == "hello")
-        assert [m["event"]["id"] for m in replay if m["kind"] == "event"] == live_ids[1:]
+        assert [m["event_id"] for m in replay if m["kind"] == "event"] == live_ids[1:]
     finally:
         await comm.disconnect()
 
@@ -139,11 +141,13 @@ async def test_tool_result_carries_its_call_rendered_with_the_result(
     comm = await _connect(communicator(watched, operator_cookie))
     try:
         await live.run_turn(watched, "look", agent=agent)
-        events = [m["event"] for m in await receive_until(comm, turn_ended) if m["kind"] == "event"]
+        events = [m for m in await receive_until(comm, turn_ended) if m["kind"] == "event"]
         _user, call, result = events
-        assert call["pair"] is None and "running…" in call["html"]  # in flight
-        assert result["pair"]["event_id"] == call["id"]
-        assert "found it" in result["pair"]["html"] and "no result" not in result["pair"]["html"]
+        assert "pair_id" not in call and "running…" in call["html"]  # in flight
+        assert result["pair_id"] == call["event_id"]
+        # The call is shown again, in place, with its result folded in.
+        assert f'id="event-{call["event_id"]}" hx-swap-oob="true"' in result["html"]
+        assert "found it" in result["html"] and "no result" not in result["html"]
     finally:
         await comm.disconnect()
 
@@ -203,7 +207,7 @@ async def test_stop_cancels_a_hanging_turn_as_interrupted_canceled(
         assert "cancel" in _kinds(messages)
         turn = await sync_to_async(Turn.objects.get)(pk=handle.turn_id)
         assert (turn.status, turn.reason) == ("interrupted", "canceled")
-        assert messages[-1]["turn"]["reason"] == "canceled"
+        assert messages[-1]["reason"] == "canceled"
         assert live.running_turn_ids(watched) == []
     finally:
         await comm.disconnect()

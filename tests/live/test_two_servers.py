@@ -4,7 +4,6 @@ one server is watched through the other, and stopped through the other."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from typing import Any
 
@@ -17,7 +16,7 @@ from websockets.asyncio.client import ClientConnection
 from sessions_app import live
 from sessions_app.models import Event, Turn
 from tests.factories import make_session
-from tests.live.helpers import DaphneServer, session_cookie
+from tests.live.helpers import DaphneServer, frame, session_cookie
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
@@ -54,11 +53,11 @@ async def _watch_until_turn_ends(
 ) -> dict[str, Any]:
     async with asyncio.timeout(30):
         while True:
-            message = json.loads(await ws.recv())
+            message = frame(await ws.recv())
             seen.append(message)
-            turn = message.get("turn") or {}
-            if message["kind"] == "turn" and turn["id"] == turn_id and turn["status"] != "running":
-                return turn
+            kind, status = message["kind"], message.get("status")
+            if kind == "turn" and message["turn_id"] == turn_id and status != "running":
+                return message
 
 
 def test_turn_run_in_one_server_is_watched_through_the_other(
@@ -72,7 +71,7 @@ def test_turn_run_in_one_server_is_watched_through_the_other(
         url = f"ws://127.0.0.1:{b.port}/ws/sessions/s-two/?after={after}"
         headers = {"Cookie": operator, "Origin": b.url}
         async with websockets.connect(url, additional_headers=headers) as ws:
-            assert json.loads(await ws.recv())["kind"] == "hello"
+            assert frame(await ws.recv())["kind"] == "hello"
             seen: list[dict[str, Any]] = []
             started = await _post(a, admin, "/sessions/s-two/run/", {"message": "hello from a"})
             ended = await _watch_until_turn_ends(ws, started["turn_id"], seen)
@@ -80,7 +79,7 @@ def test_turn_run_in_one_server_is_watched_through_the_other(
             # Stop through B a turn that runs in A.
             hanging = await _post(a, admin, "/sessions/s-two/run/", {"message": "hang there"})
             while True:
-                message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                message = frame(await asyncio.wait_for(ws.recv(), 30))
                 if message["kind"] == "partial":
                     break
             await _post(b, admin, "/sessions/s-two/stop/", {})
@@ -92,7 +91,7 @@ def test_turn_run_in_one_server_is_watched_through_the_other(
         seen, turn_id, hanging_id = asyncio.run(scenario(a, b))
 
     stored = list(Event.objects.filter(turn_id=turn_id).order_by("id").values_list("id", flat=True))
-    received = [m["event"]["id"] for m in seen if m["kind"] == "event"]
+    received = [m["event_id"] for m in seen if m["kind"] == "event"]
     assert len(stored) > 10 and received == stored  # every complete event once, in order
     assert any(m["kind"] == "partial" for m in seen)
     assert Turn.objects.get(pk=hanging_id).reason == "canceled"

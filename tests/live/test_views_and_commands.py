@@ -29,10 +29,22 @@ def test_page_offers_the_message_box_to_admins_only(
     make_session("s-page")
     body = admin_client.get(reverse("sessions:detail", args=["s-page"])).content.decode()
     assert 'id="run-form"' in body and 'id="stop-form"' in body and "live.js" in body
-    assert 'data-ws-path="/ws/sessions/s-page/"' in body
+    assert 'hx-ext="ws" ws-connect="/ws/sessions/s-page/"' in body
     client.force_login(operator_user)
     body = client.get(reverse("sessions:detail", args=["s-page"])).content.decode()
     assert 'id="run-form"' not in body and "only admins can start or stop turns" in body
+
+
+def test_htmx_posts_get_the_note_to_show_beside_the_form(admin_client: Client) -> None:
+    make_session("s-note")
+    htmx = {"HX-Request": "true"}
+    run = admin_client.post(
+        reverse("sessions:run_turn", args=["s-note"]), {"message": " "}, headers=htmx
+    )
+    assert run.status_code == 400
+    assert run.content.decode() == "Write a message (at most 20,000 characters)."
+    stop = admin_client.post(reverse("sessions:stop_turns", args=["s-note"]), headers=htmx)
+    assert (stop.status_code, stop.content.decode()) == (202, "Stop requested.")
 
 
 def test_operator_may_not_start_or_stop_turns(operator_client: Client) -> None:

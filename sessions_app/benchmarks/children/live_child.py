@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -72,6 +73,21 @@ def consumer_app() -> App:
     return app
 
 
+# Frames are HTML (sessions_app.live.render); each starts with a #live-state element whose
+# data- attributes say what it is. The agent's stamp is the streamed text or the event text.
+FRAME_DATA = re.compile(r'data-([a-z-]+)="([^"]*)"')
+STREAM_TEXT = re.compile(r'id="stream-text-[^"]*"[^>]*>([^<]*)<')
+EVENT_TEXT = re.compile(r'<div class="markdown"><p>([^<]*)</p>')
+
+
+def _first_group(pattern: re.Pattern[str], html: str) -> str:
+    """The first group of `pattern`'s first match in a frame (the frame must hold it)."""
+    match = pattern.search(html)
+    if match is None:
+        raise ValueError(f"frame without {pattern.pattern!r}: {html[:200]!r}")
+    return match[1]
+
+
 def agent_for(partials: int, completes: int, pace: float) -> Agent:
     """An agent yielding `partials` partial events, then `completes` complete ones, each
     stamped with ``time.perf_counter()``, `pace` seconds apart."""
@@ -100,15 +116,16 @@ async def read(
     """Record latencies from watcher `comm` (counting its messages at `counts[index]`)
     until the turn ends; return the time it saw the end."""
     while True:
-        message = await comm.receive_json_from(timeout=RECEIVE_TIMEOUT_S)
+        html = await comm.receive_from(timeout=RECEIVE_TIMEOUT_S)
         now = time.perf_counter()
-        if message["kind"] == "partial":
-            lat_partial.append(now - float(message["partial"]["delta"]))
+        frame = dict(FRAME_DATA.findall(html[: html.index(">")]))
+        if frame["kind"] == "partial":
+            lat_partial.append(now - float(_first_group(STREAM_TEXT, html)))
             counts[index] += 1
-        elif message["kind"] == "event" and message["event"]["role"] == "assistant":
-            lat_complete.append(now - float(message["event"]["text"]))
+        elif frame["kind"] == "event" and frame["role"] == "assistant":
+            lat_complete.append(now - float(_first_group(EVENT_TEXT, html)))
             counts[index] += 1
-        elif message["kind"] == "turn" and message["turn"]["status"] != "running":
+        elif frame["kind"] == "turn" and frame["status"] != "running":
             return now
 
 

@@ -1,0 +1,133 @@
+"""The session store that broadcasts as it stores: `LiveSessionService`.
+
+Every turn run through it (page, `manage.py run_turn`, the live demo) reaches every watcher
+in any process when the Redis channel layer is configured. It sends values only
+(`sessions_app.live.payloads`); the HTML is made where the watchers are
+(`sessions_app.live.consumer`). Broadcast failures are logged and never fail a turn: a
+watcher that missed something catches up from the database when it resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from agentops.runtime.model import Event
+from agentops.runtime.session import Turn, TurnOutcome, TurnReason
+from sessions_app.live.groups import broadcast
+from sessions_app.live.payloads import (
+    EVENT,
+    PARTIAL,
+    TURN,
+    TurnCalls,
+    earlier_pair,
+    event_values,
+    partial_payload,
+    turn_payload,
+)
+from sessions_app.store import DjangoSessionService
+
+logger = logging.getLogger(__name__)
+
+
+async def send(session_id: str, message: dict[str, Any]) -> None:
+    """`groups.broadcast`, logging instead of raising: watchers catch up from the
+    database, and a run never fails for them."""
+    try:
+        await broadcast(session_id, message)
+    except Exception:
+        logger.warning("broadcast to watchers of %s failed", session_id, exc_info=True)
+
+
+class LiveSessionService(DjangoSessionService):
+    """`DjangoSessionService` that sends ``live.*`` messages to the session's group.
+
+    `append_event` broadcasts the stored event (and `begin_turn` the user event too, which
+    the runner does not yield); `broadcast_partial` sends a fragment the runner yielded.
+    The store keeps, per running turn, what it stored (`payloads.TurnCalls`), so a tool
+    result's message carries its call without a query. Broadcast errors are logged, never
+    raised (SPEC.md 3: the store's errors are the run's, the live view's are not).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Last stored event id per turn (for partials' `after_id`).
+        self._last_id: dict[str, int] = {}
+        # What each running turn stored (its count, its calls still waiting).
+        self._turns: dict[str, TurnCalls] = {}
+        #: Called with the turn when a turn begins (set by `runs.start_turn`).
+        self.on_begin: Callable[[Turn], None] | None = None
+
+    async def append_event(self, event: Event) -> Event:
+        """Store (see `DjangoSessionService.append_event`), then broadcast ``live.event``."""
+        stored = await super().append_event(event)
+        values = event_values(stored)
+        calls = self._turns.get(stored.turn_id) if stored.turn_id else None
+        if stored.turn_id:
+            self._last_id[stored.turn_id] = stored.id
+        if calls is not None:
+            pair, count = calls.add(values), len(calls.ids)
+        else:  # a turn this store did not begin: what it stored before is in the database
+            pair, count = await self._pair_from_database(values), None
+        payload = {**values, "pair": pair, "event_count": count}
+        await send(stored.session_id, {"type": EVENT, "event": payload})
+        return stored
+
+    @staticmethod
+    async def _pair_from_database(values: dict[str, Any]) -> dict[str, Any] | None:
+        if values["role"] != "tool":
+            return None
+        try:
+            return await sync_to_async(earlier_pair)(values)
+        except Exception:
+            logger.warning("reading the call of event %s failed", values["id"], exc_info=True)
+            return None
+
+    async def delete_event(self, session_id: str, event_id: int) -> None:
+        """Delete (see `DjangoSessionService.delete_event`); the turn's count follows."""
+        await super().delete_event(session_id, event_id)
+        for calls in self._turns.values():
+            calls.ids.discard(event_id)
+
+    async def broadcast_partial(self, event: Event) -> None:
+        """Send a partial event (as yielded by the runner) as ``live.partial``."""
+        payload = partial_payload(event, self._last_id.get(event.turn_id, 0))
+        await send(event.session_id, {"type": PARTIAL, "partial": payload})
+
+    async def _send_turn(self, turn_id: str) -> None:
+        try:
+            payload = await sync_to_async(turn_payload)(turn_id)
+        except Exception:
+            logger.warning("reading turn %s for watchers failed", turn_id, exc_info=True)
+            return
+        if payload is not None:
+            await send(payload["session_id"], {"type": TURN, "turn": payload})
+
+    async def begin_turn(self, session_id: str, turn: Turn) -> Turn:
+        """Record the turn (see `DjangoSessionService.begin_turn`), then broadcast it."""
+        begun = await super().begin_turn(session_id, turn)
+        self._turns[begun.id] = TurnCalls()
+        if self.on_begin is not None:
+            self.on_begin(begun)
+        await self._send_turn(begun.id)
+        return begun
+
+    async def finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
+        """Finalize (see `DjangoSessionService.finalize_turn`), then broadcast the status."""
+        turn = await super().finalize_turn(turn_id, outcome)
+        self._last_id.pop(turn_id, None)
+        self._turns.pop(turn_id, None)
+        await self._send_turn(turn_id)
+        return turn
+
+    async def interrupt_running_turns(
+        self, session_id: str, reason: TurnReason, *, only: Sequence[str] | None = None
+    ) -> list[Turn]:
+        """Interrupt (see `DjangoSessionService.interrupt_running_turns`); broadcast each."""
+        turns = await super().interrupt_running_turns(session_id, reason, only=only)
+        for turn in turns:
+            await self._send_turn(turn.id)
+        return turns

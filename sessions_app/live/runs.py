@@ -1,0 +1,260 @@
+"""Running turns in this process: the run registry, `run_turn` / `start_turn`, and the
+stop protocol.
+
+`start_turn` runs a turn as an asyncio task of this process (kept in a registry by
+session id until it ends); `request_stop` cancels it here and sends ``turn.cancel`` to the
+session's group, so the process that runs it elsewhere cancels it (`_CancelListener`).
+Every turn runs through `LiveSessionService`, so watchers in any process see it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, cast
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from agentops.runtime.model import Content, Event
+from agentops.runtime.runner import AgentLike, Runner
+from agentops.runtime.session import Turn
+from agentops.runtime.todos import TodoStore
+from sessions_app.live.broadcast import LiveSessionService, send
+from sessions_app.live.groups import group_name
+from sessions_app.live.payloads import CANCEL
+from sessions_app.projector import ProductProjector
+
+logger = logging.getLogger(__name__)
+
+# -- agents ------------------------------------------------------------------------------
+
+
+def get_todo_store() -> TodoStore:
+    """The durable todo store on the database rows (`todos_app.store`, SPEC.md 7)."""
+    from todos_app.store import get_todo_store as durable
+
+    return durable()
+
+
+def get_agent(path: str = "") -> AgentLike:
+    """An agent from the factory at dotted `path` (default: settings.AGENTOPS_AGENT).
+
+    The factory is called as ``factory(todo_store=<durable TodoStore>)``. Raises
+    ImportError / AttributeError for a bad path, and whatever the factory raises.
+    """
+    dotted = path or settings.AGENTOPS_AGENT
+    module_name, _, attr = dotted.rpartition(".")
+    if not module_name:
+        raise ImportError(f"AGENTOPS_AGENT {dotted!r} is not a dotted path")
+    factory = getattr(import_module(module_name), attr)
+    agent: AgentLike = factory(todo_store=get_todo_store())
+    return agent
+
+
+# -- running turns in this process ----------------------------------------------------
+
+
+@dataclass
+class RunHandle:
+    """A turn running as an asyncio task of this process.
+
+    `turn_id` is "" until the turn has begun (`begun` is set then, or when the run ended
+    before beginning one). `task` is the run; its result is None, its exception the run's.
+    """
+
+    session_id: str
+    task: asyncio.Task[None]
+    begun: asyncio.Event = field(default_factory=asyncio.Event)
+    turn_id: str = ""
+
+
+#: Runs of this process, by session id (a session runs one turn at a time: run lock).
+_RUNS: dict[str, list[RunHandle]] = {}
+
+
+def running_turn_ids(session_id: str) -> list[str]:
+    """Ids of the turns of `session_id` that run in this process."""
+    return [h.turn_id for h in _RUNS.get(session_id, []) if h.turn_id and not h.task.done()]
+
+
+async def run_turn(
+    session_id: str,
+    message: Content | str,
+    *,
+    agent: AgentLike | None = None,
+    service: LiveSessionService | None = None,
+    on_event: Callable[[Event], Any] | None = None,
+    listen_for_cancel: bool = True,
+) -> None:
+    """Run one turn through the Runner on the database, broadcasting as it goes.
+
+    `agent`: default `get_agent()`. `on_event(event)` is called for each event the runner
+    yields (partials with id 0, stored events). With `listen_for_cancel`, the run joins the
+    session's group and cancels itself on a ``turn.cancel`` for its turn (or for the whole
+    session), so a stop requested in another process reaches it. Raises what the runner
+    raises (SPEC.md 3); a cancelled run raises `asyncio.CancelledError` after the turn was
+    recorded interrupted/canceled.
+    """
+    service = service or LiveSessionService()
+    # The product projector: recorded tool outcomes close their calls (sessions_app.projector).
+    runner = Runner(
+        agent or await sync_to_async(get_agent)(), service, projector=ProductProjector()
+    )
+    me = asyncio.current_task()
+    turn_ids: list[str] = []
+    previous = service.on_begin
+
+    def begun(turn: Turn) -> None:
+        turn_ids.append(turn.id)
+        if previous is not None:
+            previous(turn)
+
+    service.on_begin = begun
+    listener = None
+    if listen_for_cancel and me is not None:
+        listener = await _CancelListener.start(session_id, me, turn_ids)
+    try:
+        run = cast(AsyncGenerator[Event, None], runner.run(session_id, message))
+        async with contextlib.aclosing(run) as events:
+            async for event in events:
+                try:
+                    if event.partial:
+                        await service.broadcast_partial(event)
+                    if on_event is not None:
+                        on_event(event)
+                except asyncio.CancelledError as stop:
+                    # Cancelled between two events: hand the cancellation to the runner so
+                    # the turn is recorded interrupted/canceled, not consumer_stopped.
+                    with contextlib.suppress(BaseException):
+                        await events.athrow(stop)
+                    raise
+    finally:
+        service.on_begin = previous
+        if listener is not None:
+            await listener.stop()
+
+
+class _CancelListener:
+    """Member of the session's group for one run: cancels `task` on ``turn.cancel``."""
+
+    def __init__(self, layer: Any, group: str, channel: str, task: asyncio.Task[Any]) -> None:
+        self.layer = layer
+        self.group = group
+        self.channel = channel
+        self.task = task
+        self.reader: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(
+        cls, session_id: str, task: asyncio.Task[Any], turn_ids: Sequence[str]
+    ) -> _CancelListener | None:
+        layer = get_channel_layer()
+        if layer is None:
+            return None
+        try:
+            channel = await layer.new_channel("turn-cancel.")
+            await layer.group_add(group_name(session_id), channel)
+        except Exception:
+            logger.warning("cannot listen for stop requests of %s", session_id, exc_info=True)
+            return None
+        listener = cls(layer, group_name(session_id), channel, task)
+        listener.reader = asyncio.create_task(listener._read(turn_ids))
+        return listener
+
+    async def _read(self, turn_ids: Sequence[str]) -> None:
+        while True:
+            try:
+                message = await self.layer.receive(self.channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # A dropped Redis connection must not deafen the run to stop requests:
+                # the next receive takes a fresh connection from the pool.
+                logger.warning("stop-request listener: receive failed, retrying", exc_info=True)
+                await asyncio.sleep(0.2)
+                continue
+            if message.get("type") != CANCEL:
+                continue  # the run's own events, drained
+            wanted = message.get("turn_id") or ""
+            if not wanted or wanted in turn_ids:
+                self.task.cancel()
+
+    async def stop(self) -> None:
+        if self.reader is not None:
+            self.reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self.reader
+        with contextlib.suppress(Exception):
+            await self.layer.group_discard(self.group, self.channel)
+
+
+async def start_turn(
+    session_id: str, message: Content | str, *, agent: AgentLike | None = None
+) -> RunHandle:
+    """Start one turn of `session_id` as a task of this process and wait until the turn
+    has begun (or the run ended first, e.g. an unknown session: then `task` holds the
+    error). Returns its `RunHandle`; the task is kept in the registry until it ends."""
+    service = LiveSessionService()
+    holder: list[RunHandle] = []
+
+    def begun(turn: Turn) -> None:
+        holder[0].turn_id = turn.id
+        holder[0].begun.set()
+
+    service.on_begin = begun
+    # A fresh context: the run outlives the request that started it, and must not use the
+    # request's thread-sensitive executor (asgiref), which quits when the response is sent.
+    task = asyncio.create_task(
+        run_turn(session_id, message, agent=agent, service=service),
+        name=f"agentops-turn-{session_id}",
+        context=contextvars.Context(),
+    )
+    handle = RunHandle(session_id=session_id, task=task)
+    holder.append(handle)
+    _RUNS.setdefault(session_id, []).append(handle)
+
+    def done(finished: asyncio.Task[None]) -> None:
+        handle.begun.set()
+        runs = _RUNS.get(session_id, [])
+        if handle in runs:
+            runs.remove(handle)
+        if not runs:
+            _RUNS.pop(session_id, None)
+        if not finished.cancelled() and finished.exception() is not None:
+            logger.info(
+                "turn %s of %s ended with %s",
+                handle.turn_id or "(none)",
+                session_id,
+                type(finished.exception()).__name__,
+                exc_info=finished.exception(),
+            )
+
+    task.add_done_callback(done)
+    waiter = asyncio.create_task(handle.begun.wait())
+    await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    return handle
+
+
+async def request_stop(session_id: str, turn_id: str = "") -> int:
+    """Stop the running turn `turn_id` of `session_id` ("" = all of its running turns).
+
+    Turns running in this process are cancelled here; a ``turn.cancel`` message is also
+    sent to the session's group so the process that runs it elsewhere cancels it. Each
+    cancelled turn ends interrupted/canceled (SPEC.md 3). Returns how many local runs
+    were cancelled.
+    """
+    cancelled = 0
+    for handle in list(_RUNS.get(session_id, [])):
+        if not turn_id or handle.turn_id == turn_id:
+            if handle.task.cancel():
+                cancelled += 1
+    await send(session_id, {"type": CANCEL, "session_id": session_id, "turn_id": turn_id})
+    return cancelled

@@ -1,0 +1,112 @@
+"""The store broadcasts values; watchers' processes render them, once per process.
+
+A stored event costs the store no query beyond storing it (a tool result's call comes
+from what the store stored earlier in the turn), and an event watched by many watchers of
+one process is rendered once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agentops.runtime.model import Content, Event, Role, ToolCall
+from agentops.runtime.session import Turn
+from sessions_app import live
+from sessions_app.live import broadcast, render
+from sessions_app.store import DjangoSessionService
+from tests.factories import make_session
+from tests.live.helpers import (
+    communicator,
+    receive_frame,
+    receive_until,
+    scripted_agent,
+    session_cookie,
+    turn_ended,
+)
+
+
+def _call(call_id: str, turn_id: str = "t-values") -> Event:
+    call = ToolCall(id=call_id, name="lookup", arguments={"q": call_id})
+    content = Content(role=Role.ASSISTANT, tool_calls=(call,))
+    return Event(session_id="s-values", turn_id=turn_id, content=content)
+
+
+def _result(call_id: str) -> Event:
+    content = Content(role=Role.TOOL, tool_call_id=call_id, text=f"found {call_id}")
+    return Event(session_id="s-values", turn_id="t-values", content=content)
+
+
+@pytest.mark.django_db
+def test_a_stored_tool_result_is_broadcast_as_values_with_its_call_and_no_extra_query(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    make_session("s-values", turns=0)
+    sent: list[dict[str, Any]] = []
+
+    async def record(session_id: str, message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    monkeypatch.setattr(broadcast, "broadcast", record)
+    service = live.LiveSessionService()
+    turn = Turn(id="t-values", session_id="s-values", started_at=datetime.now(UTC))
+    async_to_sync(service.begin_turn)("s-values", turn)
+    call = async_to_sync(service.append_event)(_call("c1"))
+    with CaptureQueriesContext(connection) as plain:
+        async_to_sync(DjangoSessionService().append_event)(_call("c2", "t-plain"))
+    with CaptureQueriesContext(connection) as broadcasting:
+        result = async_to_sync(service.append_event)(_result("c1"))
+
+    assert len(broadcasting) == len(plain)
+    event = sent[-1]["event"]
+    assert sent[-1]["type"] == "live.event" and "html" not in event
+    assert (event["id"], event["text"], event["event_count"]) == (result.id, "found c1", 2)
+    assert event["pair"]["event"]["id"] == call.id and event["pair"]["results"] == []
+    assert event["pair"]["event"]["tool_calls"][0]["id"] == "c1"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_each_event_is_rendered_once_per_process_however_many_watchers(
+    operator_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await sync_to_async(make_session)("s-once", turns=0)
+    cookie = await sync_to_async(session_cookie)(operator_user)
+    rendered: list[int] = []
+    original = render._event_body
+
+    def counting(event: dict[str, Any]) -> object:
+        rendered.append(event["id"])
+        return original(event)
+
+    monkeypatch.setattr(render, "_event_body", counting)
+    render._cache.clear()
+    watchers = [communicator("s-once", cookie, after=0) for _ in range(3)]
+    for comm in watchers:
+        connected, code = await comm.connect()
+        assert connected, code
+    try:
+        for comm in watchers:
+            await receive_until(comm, lambda m: m["kind"] == "hello")
+        await live.run_turn("s-once", "hi", agent=scripted_agent("Once is enough."))
+        received = [
+            [m["event_id"] for m in await receive_until(comm, turn_ended) if m["kind"] == "event"]
+            for comm in watchers
+        ]
+        assert received[0] == received[1] == received[2] and len(received[0]) == 2
+        assert sorted(rendered) == received[0]  # once each, for three watchers
+        # A watcher's frames differ only in their state element, not in the body.
+        late = communicator("s-once", cookie, after=received[0][0])
+        connected, _ = await late.connect()
+        assert connected
+        assert (await receive_frame(late))["kind"] == "turn"
+        caught_up = await receive_frame(late)
+        assert caught_up["event_id"] == received[0][1]
+        await late.disconnect()
+    finally:
+        for comm in watchers:
+            await comm.disconnect()
