@@ -1,6 +1,6 @@
 """Sessions, turns, events, tool outcomes and imported files in Django admin, read-only.
 
-Stored history is never rewritten (SPEC.md 1-2): events and turns change only through
+Stored history is never rewritten (docs/runtime.md §1-2): events and turns change only through
 the runtime's store, tool outcomes only through `sessions_app.outcomes` (which checks the
 call and refreshes the session's resume status), sessions only through the runtime and
 the importers. So admin shows them and refuses to add, change or delete any, superusers

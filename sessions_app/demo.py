@@ -1,6 +1,6 @@
 """Demo sessions written by this project (no third-party text), for `manage.py load_demo`.
 
-Six sessions that between them show every outcome the dashboard renders (SPEC.md 2):
+Six sessions that between them show every outcome the dashboard renders (docs/runtime.md §2):
 completed turns; a failed turn (code `provider_error`, stage provider, a safe message);
 interrupted turns (canceled, deadline_exceeded, abandoned, consumer_stopped with a call
 awaiting approval); a dangling tool call inside a completed turn; reasoning, usage,

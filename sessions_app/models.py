@@ -1,7 +1,7 @@
-"""Stored facts of agent sessions: Session, Turn, Event (SPEC.md sections 1-2).
+"""Stored facts of agent sessions: Session, Turn, Event (docs/runtime.md §1-2).
 
 All timestamps are timezone-aware UTC datetimes. Event ids are database-assigned integers
-that grow with insertion time, so ordering by id is conversation order (SPEC.md 1).
+that grow with insertion time, so ordering by id is conversation order (docs/runtime.md §1).
 Partial (streaming) events are never stored, so there is no `partial` column.
 """
 
@@ -81,7 +81,7 @@ class SessionQuerySet(models.QuerySet["Session"]):
 
 
 class Session(models.Model):
-    """One conversation between a user and an agent application (SPEC.md 2).
+    """One conversation between a user and an agent application (docs/runtime.md §2).
 
     `state` is the session state object (JSON); state deltas of stored events are merged
     into it. `updated_at` is the last activity (latest event or turn change), UTC.
@@ -233,14 +233,14 @@ class TurnQuerySet(models.QuerySet["Turn"]):
 
 
 class Turn(models.Model):
-    """One user turn of a session (SPEC.md 2): status, reason and a safe failure.
+    """One user turn of a session (docs/runtime.md §2): status, reason and a safe failure.
 
     `failure_code` is empty when the turn has no failure; then `failure_stage` and
     `failure_message` are empty too. `started_at`/`finished_at` are UTC; `finished_at` is
     None while running.
     """
 
-    # The runtime's enums are the one definition of these values (SPEC.md 2).
+    # The runtime's enums are the one definition of these values (docs/runtime.md §2).
     Status = TurnStatus
     Reason = TurnReason
     Stage = FailureStage
@@ -302,7 +302,7 @@ class EventQuerySet(models.QuerySet["Event"]):
 
 
 class Event(models.Model):
-    """One stored, complete event of a session (SPEC.md 1).
+    """One stored, complete event of a session (docs/runtime.md §1).
 
     Shapes (JSON columns):
     - `parts`: list of ContentPart dicts {type, text, image_url, image_base64, mime_type,
@@ -314,11 +314,11 @@ class Event(models.Model):
     - `pending_call_ids`: ids of this event's tool calls that the source marks as awaiting
       approval or long-running (kept as pending, not as unanswered).
     - `raw`: the source record(s) the event was imported from, for "raw JSON" on demand.
-    `turn_id` is "" for legacy events (no turn); it is not a foreign key because SPEC.md 2
+    `turn_id` is "" for legacy events (no turn); it is not a foreign key because docs/runtime.md §2
     allows ids of turns that have no record.
     """
 
-    # The runtime's enums are the one definition of these values (SPEC.md 1).
+    # The runtime's enums are the one definition of these values (docs/runtime.md §1).
     Role = runtime_model.Role
     FinishReason = runtime_model.FinishReason
 
@@ -366,7 +366,8 @@ class Event(models.Model):
 
     @property
     def answered_call_id(self) -> str:
-        """The call id a tool event answers (SPEC.md 1): tool_response's, else tool_call_id."""
+        """The call id a tool event answers (docs/runtime.md §1): tool_response's, else
+        tool_call_id."""
         if self.tool_response and self.tool_response.get("tool_call_id"):
             return str(self.tool_response["tool_call_id"])
         return self.tool_call_id
@@ -401,7 +402,7 @@ class ToolOutcome(models.Model):
     Stored history is never rewritten: this record sits beside the assistant event, and
     the product's projector (`sessions_app.projector`) turns it into a synthetic tool result
     right after that event, so the tool-call group closes and the session can resume
-    (SPEC.md 4: a custom projector; the runner still validates the tool protocol).
+    (docs/runtime.md §4: a custom projector; the runner still validates the tool protocol).
     `result` is the JSON value the tool returned (outcome "ran"); `recorded_at` is UTC.
     """
 

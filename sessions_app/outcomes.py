@@ -1,7 +1,7 @@
 """Recording what happened to a tool call that has no stored result (one code path).
 
 `record_tool_outcome` checks the call is really unanswered in the stored history (the
-runtime's inspector, SPEC.md 5), stores one attributed `ToolOutcome` (who, when, why) and
+runtime's inspector, docs/runtime.md §5), stores one attributed `ToolOutcome` (who, when, why) and
 refreshes the session's resume status, all in one transaction. Stored events are never
 changed; the product projector (`sessions_app.projector`) uses the record.
 """

@@ -4,8 +4,8 @@ When a person records what happened to a tool call that has no stored result
 (`ToolOutcome`: "did not run", or "ran, with this result"), this projector inserts a
 synthetic tool-result event (id 0, never stored, author "operator") right after the
 assistant event's contiguous tool results, so the call's group closes and the session can
-resume. Everything else is the runtime's default projection (SPEC.md 4); the runner still
-validates the tool protocol of the result (SPEC.md 3 step 7). Stored history is untouched.
+resume. Everything else is the runtime's default projection (docs/runtime.md §4); the runner still
+validates the tool protocol of the result (docs/runtime.md §3 step 7). Stored history is untouched.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def apply_tool_outcomes(
     """`events` with a synthetic result inserted for every unanswered call that has a
     recorded outcome, keyed by (assistant event id, call id).
 
-    Unanswered calls are those the runtime's inspector reports (SPEC.md 5); a call that has
+    Unanswered calls are those the runtime's inspector reports (docs/runtime.md §5); a call that has
     a stored result is never answered twice. Each insertion goes after the assistant event's
     contiguous tool events, where the inspector looks for results. The input is not mutated.
     """

@@ -1,7 +1,7 @@
 """Signals through which other apps keep the parts of a session this app does not own.
 
 This app imports no other app of the project: the dependency runs one way. An app that
-keeps rows per session (todos_app: the session's todo list, SPEC.md 7) connects
+keeps rows per session (todos_app: the session's todo list, docs/runtime.md §7) connects
 receivers to these signals in its `AppConfig.ready()`. Every signal is sent with
 ``sender=models.Session`` and, when the operation writes, inside that operation's
 transaction: a receiver's writes land with it or not at all, and a receiver's exception
@@ -41,7 +41,7 @@ session_todos_set = Signal()
 inside its transaction, after the event row is inserted.
 
 Keyword arguments: ``session_id`` (str), ``items`` (the runtime `TodoItem`s, coerced per
-SPEC.md 7), ``turn_id`` (str) and ``event_id`` (int: the stored event's id). A receiver
+docs/runtime.md §7), ``turn_id`` (str) and ``event_id`` (int: the stored event's id). A receiver
 replaces the session's list with `items`. The key is not merged into `Session.state`.
 """
 

@@ -8,7 +8,7 @@ Usage (environment, set by the test)::
 
 Runs one user turn through `Runner` on the Django store, with an agent that yields an
 assistant tool call (carrying a state delta), its tool result and a final answer. Writes
-to the store are counted in the order the runner makes them (SPEC.md 3): 1 interrupt
+to the store are counted in the order the runner makes them (docs/runtime.md §3): 1 interrupt
 running turns, 2 begin turn, 3 user event, 4-6 agent events, 7 finalize. The process
 kills itself with SIGKILL just before write `CRASH_AT` starts (`before`) or just after it
 committed (`after`) -- no clean-up, no connection close, like a crashed worker.

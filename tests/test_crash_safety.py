@@ -1,4 +1,4 @@
-"""Crash safety of durable turns on the Django store (SPEC.md 2-3).
+"""Crash safety of durable turns on the Django store (docs/runtime.md §2-3).
 
 A child process (`tests/crash_child.py`) runs one turn through `Runner` on the test
 database and SIGKILLs itself before or after each of its writes (interrupt running turns,
@@ -11,7 +11,8 @@ begin turn, user event, three agent events, finalize). After each kill:
 - on PostgreSQL the server has released the dead process's advisory run lock;
 - the next run succeeds or raises `ToolExecutionUnknownError`, and afterwards no turn is
   running: the dead run's turn (and an older turn a previous crash left running) are
-  interrupted/abandoned (SPEC.md 3 step 3), unless the child had already completed its turn.
+  interrupted/abandoned (docs/runtime.md §3 step 3), unless the child had already completed its
+  turn.
 
 Runs on SQLite (the test database is a file) and on PostgreSQL when DATABASE_URL is set.
 """

@@ -150,7 +150,7 @@ def test_redaction_is_idempotent() -> None:
 
 @pytest.mark.django_db(transaction=True)
 async def test_agent_exception_text_leaves_no_trace_in_any_table() -> None:
-    """SPEC.md 6 at the Django store: the classifier never copies exception text."""
+    """docs/runtime.md §6 at the Django store: the classifier never copies exception text."""
     secret = "password=hunter2 sk-live-0123456789abcdefghijklmnop"
     service = DjangoSessionService()
     session = await service.create_session("app", "u1", session_id="boom")

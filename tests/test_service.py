@@ -1,4 +1,4 @@
-"""The Django session service: store semantics on SQLite and PostgreSQL (SPEC.md 2)."""
+"""The Django session service: store semantics on SQLite and PostgreSQL (docs/runtime.md §2)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Agent-owned todo lists (SPEC.md section 7): storage, editing and audit."""
+"""Agent-owned todo lists (docs/runtime.md §7): storage, editing and audit."""

@@ -1,4 +1,4 @@
-"""The todo list a session's agent keeps (SPEC.md section 7).
+"""The todo list a session's agent keeps (docs/runtime.md §7).
 
 These rows are the one source of truth for a session's list; the session-state key
 `todos` is served from them (never stored twice). `TodoList.version` grows by one with
@@ -58,7 +58,8 @@ class TodoItem(models.Model):
         return f"{self.position}: {self.content} [{self.status}]"
 
     def as_state(self) -> dict[str, Any]:
-        """{content, status, active_form?} with active_form omitted when empty (SPEC.md 7)."""
+        """{content, status, active_form?} with active_form omitted when empty
+        (docs/runtime.md §7)."""
         item: dict[str, Any] = {"content": self.content, "status": self.status}
         if self.active_form:
             item["active_form"] = self.active_form

@@ -3,7 +3,7 @@
 sessions_app imports nothing from this app; it sends signals and these receivers
 (connected in `TodosAppConfig.ready()`) read, write, import and export the session's
 todo list. Each runs inside the sender's transaction, so the list and the operation
-that touched it land together (SPEC.md 7: the rows are the one source of truth).
+that touched it land together (docs/runtime.md §7: the rows are the one source of truth).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every change to a todo list goes through here (SPEC.md 7).
+"""Every change to a todo list goes through here (docs/runtime.md §7).
 
 One code path for the agent's tools (`todos_app.store.DjangoTodoStore`), the session
 service's `todos` state deltas, the dashboard views and Django admin:
@@ -281,7 +281,7 @@ def _check_index(index: int, items: Sequence[TodoItem]) -> None:
         )
 
 
-#: Longest item text a person may write (an agent's writes follow SPEC.md 7 only).
+#: Longest item text a person may write (an agent's writes follow docs/runtime.md §7 only).
 MAX_ITEM_CHARS = 2_000
 
 

@@ -1,4 +1,4 @@
-"""The durable `TodoStore` on the todo rows (SPEC.md 7).
+"""The durable `TodoStore` on the todo rows (docs/runtime.md §7).
 
 `DjangoTodoStore` implements `agentops.runtime.todos.TodoStore` on `TodoList` /
 `TodoItem` through `todos_app.services.change_todos`: read-modify-write runs in one

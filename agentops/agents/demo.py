@@ -1,7 +1,7 @@
 """A scripted demo agent: streams text, plans with the todo tools, and can misbehave.
 
 No model and no network: what it does depends on the words of the user message, so
-every turn outcome of SPEC.md 2 can be shown live on the session page.
+every turn outcome of docs/runtime.md §2 can be shown live on the session page.
 
 - default: writes a three-item plan with ``todos_write``, marks items in progress and
   completed with ``todos_update``, calls two harmless fake tools (``word_count``,
@@ -52,7 +52,8 @@ _SLOW_PARAGRAPHS = (
 
 
 class DemoProviderError(RuntimeError):
-    """The simulated provider failure of a "fail" turn (SPEC.md 6: provides its failure)."""
+    """The simulated provider failure of a "fail" turn (docs/runtime.md §6: provides its
+    failure)."""
 
     def turn_failure(self) -> TurnFailure:
         """``demo_provider_error`` at stage provider, with a fixed safe message."""
@@ -98,7 +99,7 @@ def _fragments(text: str) -> list[str]:
 class DemoAgent:
     """The demo agent (see the module docstring); an `agentops.runtime.Agent`.
 
-    `todo_store`: where the todo tools read and write (SPEC.md 7). `delay`: seconds
+    `todo_store`: where the todo tools read and write (docs/runtime.md §7). `delay`: seconds
     between streamed fragments.
     """
 

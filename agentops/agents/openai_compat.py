@@ -8,14 +8,14 @@ Configuration (environment, read when the factory runs):
 - ``AGENTOPS_OPENAI_API_KEY``: sent as ``Authorization: Bearer <key>`` (optional for
   local servers).
 
-One turn (SPEC.md 3): the context (projected history + the user event) becomes chat
+One turn (docs/runtime.md §3): the context (projected history + the user event) becomes chat
 messages; the request is streamed (``stream: true``, server-sent events); each content
 delta is yielded as a partial event; at the end of the stream the assistant message is
 yielded complete (text, tool calls, finish reason, usage). If it called tools, each call
-is executed against the todo tools (SPEC.md 7) and its result yielded as a tool event, and
+is executed against the todo tools (docs/runtime.md §7) and its result yielded as a tool event, and
 the model is asked again, at most `max_rounds` times.
 
-Errors are safe to store (SPEC.md 6): `ProviderError` carries a failure with a code such as
+Errors are safe to store (docs/runtime.md §6): `ProviderError` carries a failure with a code such as
 ``provider_http_429`` or ``provider_unreachable`` at stage provider and a message naming only
 the HTTP status or the kind of error, never response text.
 """
@@ -45,7 +45,7 @@ _FINISH = {reason.value for reason in FinishReason}
 class ProviderError(RuntimeError):
     """The endpoint failed: HTTP error, unreachable, or a malformed stream.
 
-    `code` is a valid failure code (SPEC.md 2); `safe_message` names the status or the
+    `code` is a valid failure code (docs/runtime.md §2); `safe_message` names the status or the
     kind of error only.
     """
 

@@ -2,8 +2,8 @@
 
 A tool result is always a complete tool event (role tool) carrying a `ToolResponse`:
 the tool's JSON result, or ``error`` with a message meant for the model when the tool
-raised a `TodoToolError` (a handled error, SPEC.md 1). Any other exception propagates
-(the turn then fails, SPEC.md 3).
+raised a `TodoToolError` (a handled error, docs/runtime.md §1). Any other exception propagates
+(the turn then fails, docs/runtime.md §3).
 """
 
 from __future__ import annotations

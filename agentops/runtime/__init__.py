@@ -1,4 +1,4 @@
-"""agentops runtime: sessions, durable turns, the runner and its helpers (SPEC.md 1-7).
+"""agentops runtime: sessions, durable turns, the runner and its helpers (docs/runtime.md §1-7).
 
 Framework-free: nothing below this package imports Django. The main names are
 re-exported here; see each module for the details.

@@ -1,4 +1,4 @@
-"""Benchmark: default projection + tool-protocol inspection per event (SPEC.md 4-5).
+"""Benchmark: default projection + tool-protocol inspection per event (docs/runtime.md §4-5).
 
 Run ``python -m agentops.runtime.bench [N]``; prints microseconds per event for a
 synthetic history of N events (default 100,000): completed, failed (with a dangling

@@ -26,9 +26,9 @@ __all__ = [
     "TurnStateConflictError",
 ]
 
-#: Failure code recorded for a turn refused because of unanswered tool calls (SPEC.md 5).
+#: Failure code recorded for a turn refused because of unanswered tool calls (docs/runtime.md §5).
 TOOL_EXECUTION_UNKNOWN_CODE = "tool_execution_unknown"
-#: Fixed, safe message of that failure (SPEC.md 5).
+#: Fixed, safe message of that failure (docs/runtime.md §5).
 TOOL_EXECUTION_UNKNOWN_MESSAGE = (
     "Stored history contains tool calls without a recorded result, so whether they ran is "
     "unknown. Record their outcome before continuing this session."
@@ -40,7 +40,7 @@ class AgentOpsRuntimeError(Exception):
 
 
 class SessionNotFoundError(AgentOpsRuntimeError, LookupError):
-    """The session `session_id` does not exist (SPEC.md 3 step 2)."""
+    """The session `session_id` does not exist (docs/runtime.md §3 step 2)."""
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -66,7 +66,7 @@ class InvalidEventError(AgentOpsRuntimeError, ValueError):
 
 
 class TurnNotFoundError(AgentOpsRuntimeError, LookupError):
-    """No turn `turn_id` (SPEC.md 2, finalize)."""
+    """No turn `turn_id` (docs/runtime.md §2, finalize)."""
 
     def __init__(self, turn_id: str) -> None:
         self.turn_id = turn_id
@@ -92,7 +92,8 @@ class InvalidTurnError(AgentOpsRuntimeError, ValueError):
 
 
 class InvalidOutcomeError(AgentOpsRuntimeError, ValueError):
-    """A (status, reason, failure) outcome that breaks SPEC.md 2; `problem` says which rule."""
+    """A (status, reason, failure) outcome that breaks docs/runtime.md §2; `problem` says which
+    rule."""
 
     def __init__(self, status: str, reason: str, problem: str) -> None:
         self.status = status
@@ -102,7 +103,7 @@ class InvalidOutcomeError(AgentOpsRuntimeError, ValueError):
 
 
 class ToolExecutionUnknownError(AgentOpsRuntimeError):
-    """Stored history has tool calls without a durable result (SPEC.md 5).
+    """Stored history has tool calls without a durable result (docs/runtime.md §5).
 
     Attributes: `session_id`, `turn_id` ("" for legacy events), `event_id` (the
     assistant event holding the calls) and `tool_calls` (only the unmatched calls, in

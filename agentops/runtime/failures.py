@@ -1,4 +1,4 @@
-"""Failure classification: exception + stage -> safe `TurnFailure` (SPEC.md 6).
+"""Failure classification: exception + stage -> safe `TurnFailure` (docs/runtime.md §6).
 
 A classifier must never copy arbitrary exception text: exception messages may contain
 user data, secrets or instructions to a model. Only an exception that *provides* a
@@ -68,14 +68,14 @@ def iter_exception_chain(exc: BaseException) -> Iterator[BaseException]:
 
 
 def generic_failure(stage: str) -> TurnFailure:
-    """The generic failure of `stage`: code by stage, empty message (SPEC.md 6)."""
+    """The generic failure of `stage`: code by stage, empty message (docs/runtime.md §6)."""
     return TurnFailure(
         code=GENERIC_FAILURE_CODES.get(stage, "execution_error"), message="", stage=stage
     )
 
 
 def default_failure_classifier(exc: BaseException, stage: FailureStage) -> TurnFailure:
-    """The default classifier (SPEC.md 6).
+    """The default classifier (docs/runtime.md §6).
 
     The first exception in the chain of `exc` (see `iter_exception_chain`) whose
     ``turn_failure()`` returns a failure with a non-empty code wins, message included; an

@@ -1,4 +1,4 @@
-"""Sortable unique ids for runs, turns and sessions (SPEC.md 3 step 1)."""
+"""Sortable unique ids for runs, turns and sessions (docs/runtime.md §3 step 1)."""
 
 from __future__ import annotations
 

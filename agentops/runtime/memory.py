@@ -1,4 +1,4 @@
-"""In-memory stores for tests, one-shot workers and examples (SPEC.md 2, 7, 8).
+"""In-memory stores for tests, one-shot workers and examples (docs/runtime.md §2, 7, 8).
 
 - `InMemorySessionService`: session service + turn store + run lock (asyncio lock per
   (app, user, session) key). Durable-turn semantics.
@@ -202,7 +202,7 @@ class InMemorySessionService(LegacyInMemorySessionService):
         self._locks: dict[tuple[str, str, str], asyncio.Lock] = {}
 
     async def begin_turn(self, session_id: str, turn: Turn) -> Turn:
-        """Record a running turn (SPEC.md 2); see `TurnStore.begin_turn` for errors."""
+        """Record a running turn (docs/runtime.md §2); see `TurnStore.begin_turn` for errors."""
         if not turn.id:
             raise InvalidTurnError(turn.id, "a turn needs an id")
         if turn.session_id != session_id:
@@ -220,7 +220,7 @@ class InMemorySessionService(LegacyInMemorySessionService):
             return stored
 
     async def finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
-        """Running -> terminal, atomically (SPEC.md 2); see `TurnStore.finalize_turn`."""
+        """Running -> terminal, atomically (docs/runtime.md §2); see `TurnStore.finalize_turn`."""
         validate_outcome(outcome)
         with self._mutex:
             turn = self._turns.get(turn_id)
@@ -292,7 +292,7 @@ async def _hold(lock: asyncio.Lock) -> AsyncIterator[None]:
 
 
 class InMemoryTodoStore:
-    """`TodoStore` on the session state of an in-memory session service (SPEC.md 7).
+    """`TodoStore` on the session state of an in-memory session service (docs/runtime.md §7).
 
     Read-modify-write runs under the service's mutex without awaiting, so concurrent
     updates (even from threads) are serialised and never lost.

@@ -1,4 +1,5 @@
-"""Provider-neutral value types of the runtime: roles, content, tool calls, events (SPEC.md 1).
+"""Provider-neutral value types of the runtime: roles, content, tool calls, events
+(docs/runtime.md §1).
 
 Every type here is an immutable pydantic 2 model, so a value can be shared between the
 runner, a projector and a store without defensive copies of the model itself (its dict
@@ -64,7 +65,7 @@ class _Value(BaseModel):
 
 
 class Role(StrEnum):
-    """Who speaks in a message (SPEC.md 1)."""
+    """Who speaks in a message (docs/runtime.md §1)."""
 
     SYSTEM = "system"
     USER = "user"
@@ -73,7 +74,7 @@ class Role(StrEnum):
 
 
 class ContentPartType(StrEnum):
-    """Kind of one multimodal content part (SPEC.md 1)."""
+    """Kind of one multimodal content part (docs/runtime.md §1)."""
 
     TEXT = "text"
     IMAGE_URL = "image_url"
@@ -90,7 +91,8 @@ class ImageDetail(StrEnum):
 
 
 class FinishReason(StrEnum):
-    """Why a model stopped producing an event (SPEC.md 1); "" when unknown or not a model."""
+    """Why a model stopped producing an event (docs/runtime.md §1); "" when unknown or not a
+    model."""
 
     NONE = ""
     STOP = "stop"
@@ -100,7 +102,7 @@ class FinishReason(StrEnum):
 
 
 class ContentPart(_Value):
-    """One part of a multimodal message (SPEC.md 1).
+    """One part of a multimodal message (docs/runtime.md §1).
 
     `text` is used by text parts, `image_url` or `image_base64` (with `mime_type`, e.g.
     ``image/png``) by image parts. When a `Content` has parts they take precedence over
@@ -116,7 +118,7 @@ class ContentPart(_Value):
 
 
 class ToolCall(_Value):
-    """A function call requested by an assistant message (SPEC.md 1).
+    """A function call requested by an assistant message (docs/runtime.md §1).
 
     `arguments` is a JSON object. On load, a JSON *string* holding an object is unwrapped,
     and an empty string or None becomes ``{}``; a string that is not a JSON object raises
@@ -147,7 +149,7 @@ class ToolCall(_Value):
 
 
 class ToolResponse(_Value):
-    """The structured outcome of one tool call (SPEC.md 1).
+    """The structured outcome of one tool call (docs/runtime.md §1).
 
     Exactly one of `result` (any JSON value, including null) or `error` (a handled error
     message for the model) is present; both or neither raise a validation error. Presence
@@ -184,7 +186,7 @@ class ToolResponse(_Value):
 
 
 class Content(_Value):
-    """The payload of one event: a message of some role (SPEC.md 1).
+    """The payload of one event: a message of some role (docs/runtime.md §1).
 
     - `text`: plain text; ignored by providers when `parts` is non-empty.
     - `reasoning`: model reasoning text, if the provider exposes it.
@@ -221,7 +223,7 @@ class Usage(_Value):
 
 
 class Event(_Value):
-    """One fact of a session's conversation (SPEC.md 1).
+    """One fact of a session's conversation (docs/runtime.md §1).
 
     - `id`: 0 when not persisted; stores assign positive ids that grow with time, so id
       order is conversation order.

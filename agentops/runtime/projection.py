@@ -1,4 +1,4 @@
-"""Durable facts -> model context: the default projector and its explanation (SPEC.md 4).
+"""Durable facts -> model context: the default projector and its explanation (docs/runtime.md §4).
 
 `explain_projection` is the one implementation of the default projection rules; the
 default projector calls the same function with recording switched off, so what the
@@ -52,10 +52,10 @@ class ProjectionInput:
 
 @runtime_checkable
 class Projector(Protocol):
-    """Turns durable facts into the context an agent gets (SPEC.md 4).
+    """Turns durable facts into the context an agent gets (docs/runtime.md §4).
 
     Implementations must not mutate or persist the input. The runner validates the tool
-    protocol of whatever a projector returns (SPEC.md 3 step 7), so a custom projector
+    protocol of whatever a projector returns (docs/runtime.md §3 step 7), so a custom projector
     cannot smuggle unanswered calls past it; it stays responsible for the truth of any
     tool results it invents.
     """
@@ -128,7 +128,7 @@ class ProjectionEntry:
 
 @dataclass(frozen=True, slots=True)
 class ProjectionExplanation:
-    """The default projection of some facts, with the reasons (SPEC.md 4).
+    """The default projection of some facts, with the reasons (docs/runtime.md §4).
 
     - `entries`: every input event in input order, each with its verdict, and each notice
       right after the events of the turn it describes.
@@ -155,7 +155,7 @@ class ProjectionExplanation:
 
 
 def status_notice_text(turn: Turn) -> str:
-    """The text of the status notice for a failed or interrupted `turn` (SPEC.md 4).
+    """The text of the status notice for a failed or interrupted `turn` (docs/runtime.md §4).
 
     Names the status and reason and, when the turn has a failure, its code and stage —
     never its message (a message may hold text that must not reach a model).
@@ -174,7 +174,7 @@ def status_notice_text(turn: Turn) -> str:
 
 
 def status_notice(turn: Turn) -> Event:
-    """The synthetic, never-stored notice event for `turn` (SPEC.md 4).
+    """The synthetic, never-stored notice event for `turn` (docs/runtime.md §4).
 
     Role user, author ``runner``, id 0, the turn's session and turn ids.
     """
@@ -251,7 +251,7 @@ def explain_projection(turns: Sequence[Turn], events: Sequence[Event]) -> Projec
 
     `events`: a session's active events in conversation order; `turns`: its turn
     records. Never raises for unanswered calls: they are reported in `issues`/`error`.
-    Does not mutate its inputs. Implements SPEC.md 4 (shared with `project_default`).
+    Does not mutate its inputs. Implements docs/runtime.md §4 (shared with `project_default`).
     """
     entries: list[ProjectionEntry] = []
     context = _project(turns, events, entries)
@@ -265,7 +265,7 @@ def explain_projection(turns: Sequence[Turn], events: Sequence[Event]) -> Projec
 
 
 def project_default(projection_input: ProjectionInput) -> list[Event]:
-    """The default projection (SPEC.md 4) as a new list.
+    """The default projection (docs/runtime.md §4) as a new list.
 
     Per maximal contiguous run of events with one turn id: legacy (no record) and completed
     turns are replayed as stored; running turns are dropped; failed, interrupted and other
@@ -281,7 +281,7 @@ def project_default(projection_input: ProjectionInput) -> list[Event]:
 
 
 class DefaultProjector:
-    """The default durable-turn projector (SPEC.md 4) as a `Projector`."""
+    """The default durable-turn projector (docs/runtime.md §4) as a `Projector`."""
 
     async def project(self, projection_input: ProjectionInput) -> list[Event]:
         """`project_default(projection_input)`; raises `ToolExecutionUnknownError`."""

@@ -1,4 +1,4 @@
-"""Tool-protocol inspection: assistant tool calls without durable results (SPEC.md 5).
+"""Tool-protocol inspection: assistant tool calls without durable results (docs/runtime.md §5).
 
 Both functions are linear in the number of events (each event is looked at once, each
 call id is matched with O(1) dict and list operations).
@@ -17,7 +17,7 @@ __all__ = ["ToolProtocolIssue", "inspect_tool_protocol", "validate_tool_protocol
 
 @dataclass(frozen=True, slots=True)
 class ToolProtocolIssue:
-    """One assistant event whose tool calls are not all answered (SPEC.md 5).
+    """One assistant event whose tool calls are not all answered (docs/runtime.md §5).
 
     `event_id` is the assistant event's id (0 if it was never stored), `tool_calls` only
     the unmatched calls in their original order, `position` the event's index in the
@@ -88,7 +88,8 @@ def _scan(events: Sequence[Event], start: int, stop: int) -> list[ToolProtocolIs
 
 
 def inspect_tool_protocol(events: Sequence[Event]) -> list[ToolProtocolIssue]:
-    """Every assistant tool-call event whose calls are not all answered, in order (SPEC.md 5).
+    """Every assistant tool-call event whose calls are not all answered, in order
+    (docs/runtime.md §5).
 
     For each assistant event with tool calls, the events right after it are scanned while
     their role is tool. A tool event with another turn id is skipped without ending the
@@ -104,7 +105,7 @@ def validate_tool_protocol(events: Sequence[Event]) -> None:
 
     The error carries the session id, turn id, assistant event id and only the unmatched
     calls; its `turn_failure()` is code ``tool_execution_unknown``, stage ``tool``, with a
-    fixed safe message (SPEC.md 5).
+    fixed safe message (docs/runtime.md §5).
     """
     issues = _scan(events, 0, len(events))
     if issues:

@@ -1,4 +1,4 @@
-"""The runner: one user turn against a stateless agent and a session service (SPEC.md 3).
+"""The runner: one user turn against a stateless agent and a session service (docs/runtime.md §3).
 
 An *agent* is either
 
@@ -6,12 +6,12 @@ An *agent* is either
   ``async def`` generator function), or
 - an object with a method ``run(context: list[Event]) -> AsyncIterator[Event]``.
 
-`context` is the projected history (SPEC.md 4) followed by the stored user event; the
+`context` is the projected history (docs/runtime.md §4) followed by the stored user event; the
 agent owns that list. It yields events: complete ones (``partial=False``) are stored and
 forwarded, partial ones (streaming fragments) are forwarded only. The runner stamps the
 session and turn ids on everything the agent yields. An agent fails by raising (or by
 yielding an exception instance, which is treated the same way). To be safe to store and
-show, an agent error should provide its own failure via ``turn_failure()`` (SPEC.md 6).
+show, an agent error should provide its own failure via ``turn_failure()`` (docs/runtime.md §6).
 
 Consumers should close the generator deterministically when they stop early, e.g.::
 
@@ -103,14 +103,14 @@ class _Run:
 
 
 class Runner:
-    """Runs user turns of `agent` against `session_service` (SPEC.md 3).
+    """Runs user turns of `agent` against `session_service` (docs/runtime.md §3).
 
     - `projector`: a `Projector`, a function ``(ProjectionInput) -> events`` (sync or
-      async), or None for the default projector (SPEC.md 4).
+      async), or None for the default projector (docs/runtime.md §4).
     - `classifier`: ``(exception, stage) -> TurnFailure | None``, or None for
-      `default_failure_classifier` (SPEC.md 6).
+      `default_failure_classifier` (docs/runtime.md §6).
     - `cleanup_timeout`: seconds each clean-up write (finalize, interrupt, rollback) may
-      take; clean-up runs even after cancellation (SPEC.md 3).
+      take; clean-up runs even after cancellation (docs/runtime.md §3).
 
     Capabilities of the service are detected once: a `TurnStore` gives durable turns, a
     `RunLock` serialises runs of one session; without a turn store failed turns are rolled
@@ -149,7 +149,7 @@ class Runner:
         *,
         timeout: float | None = None,
     ) -> AsyncIterator[Event]:
-        """Run one user turn; yield the turn's events as they come (SPEC.md 3).
+        """Run one user turn; yield the turn's events as they come (docs/runtime.md §3).
 
         `user_input`: text or a `Content` (its role is forced to user). `timeout`:
         optional seconds for the whole run; when it passes, `TimeoutError` is raised and
@@ -255,7 +255,8 @@ class Runner:
         return user_input.model_copy(update={"role": Role.USER})
 
     async def _load_and_lock(self, session_id: str, stack: AsyncExitStack) -> Session:
-        """SPEC.md 3 step 2: load; with a lock, lock the key and load again until stable."""
+        """docs/runtime.md §3 step 2: load; with a lock, lock the key and load again until
+        stable."""
         session = await self.session_service.get_session(session_id)
         if session is None:
             raise SessionNotFoundError(session_id)
@@ -315,7 +316,7 @@ class Runner:
             logger.warning("closing the agent failed", exc_info=True)
 
     async def _consumer_stopped(self, run: _Run) -> None:
-        """SPEC.md 3 step 9: the caller stopped; record it, never raise (only log)."""
+        """docs/runtime.md §3 step 9: the caller stopped; record it, never raise (only log)."""
         try:
             if self._turn_store is not None:
                 outcome = TurnOutcome(
@@ -330,7 +331,8 @@ class Runner:
             logger.warning("recording consumer stop of turn %s failed", run.turn_id, exc_info=True)
 
     async def _fail(self, run: _Run, cause: BaseException, stage: FailureStage) -> None:
-        """Record a failed turn (SPEC.md 3 "Failing a turn"); attach clean-up errors to cause."""
+        """Record a failed turn (docs/runtime.md §3 "Failing a turn"); attach clean-up errors to
+        cause."""
         if self._turn_store is None:
             _attach(cause, await self._rollback(run), f"rollback of turn {run.turn_id}")
             return

@@ -1,4 +1,4 @@
-"""Sessions, turns, outcomes and the store protocols (SPEC.md 2).
+"""Sessions, turns, outcomes and the store protocols (docs/runtime.md §2).
 
 - `Session`: one conversation; its `state` is a JSON object fed by events' state deltas.
 - `Turn`: one user turn with a status, a reason and a safe `TurnFailure`.
@@ -38,13 +38,13 @@ __all__ = [
     "validate_outcome",
 ]
 
-#: A failure code: 1-128 characters of lower-case letters, digits, ``_ . -`` (SPEC.md 2),
+#: A failure code: 1-128 characters of lower-case letters, digits, ``_ . -`` (docs/runtime.md §2),
 #: so free text (say, an instruction to a model) can never pass as a code.
 FAILURE_CODE_RE = re.compile(r"[a-z0-9_.-]{1,128}")
 
 
 def is_valid_failure_code(code: str) -> bool:
-    """True when `code` matches `FAILURE_CODE_RE` completely (SPEC.md 2)."""
+    """True when `code` matches `FAILURE_CODE_RE` completely (docs/runtime.md §2)."""
     return FAILURE_CODE_RE.fullmatch(code) is not None
 
 
@@ -53,7 +53,8 @@ class _Value(BaseModel):
 
 
 class TurnStatus(StrEnum):
-    """Lifecycle of a turn (SPEC.md 2). "Legacy" is not a status: it is a missing record."""
+    """Lifecycle of a turn (docs/runtime.md §2). "Legacy" is not a status: it is a missing
+    record."""
 
     RUNNING = "running"
     COMPLETED = "completed"
@@ -67,7 +68,8 @@ class TurnStatus(StrEnum):
 
 
 class TurnReason(StrEnum):
-    """Why a turn did not complete (SPEC.md 2); NONE ("") for running and completed turns."""
+    """Why a turn did not complete (docs/runtime.md §2); NONE ("") for running and completed
+    turns."""
 
     NONE = ""
     CANCELED = "canceled"
@@ -78,7 +80,7 @@ class TurnReason(StrEnum):
 
 
 class FailureStage(StrEnum):
-    """Where a turn failed (SPEC.md 2)."""
+    """Where a turn failed (docs/runtime.md §2)."""
 
     AGENT = "agent"
     PROVIDER = "provider"
@@ -99,7 +101,7 @@ _INTERRUPT_REASONS = frozenset(
 
 
 class TurnFailure(_Value):
-    """Safe, structured information about a failed turn (SPEC.md 2, 6).
+    """Safe, structured information about a failed turn (docs/runtime.md §2, 6).
 
     - `code`: stable machine code, valid when it matches `FAILURE_CODE_RE`.
     - `message`: text safe to store and show; never arbitrary exception text.
@@ -122,7 +124,7 @@ class TurnFailure(_Value):
 
 
 class TurnOutcome(_Value):
-    """How a turn ended: terminal status, reason, optional failure (SPEC.md 2).
+    """How a turn ended: terminal status, reason, optional failure (docs/runtime.md §2).
 
     Validity is checked by `validate_outcome`, not at construction, so stores can report
     exactly what was wrong with an outcome they were asked to record.
@@ -134,7 +136,7 @@ class TurnOutcome(_Value):
 
 
 def validate_outcome(outcome: TurnOutcome) -> None:
-    """Raise `InvalidOutcomeError` unless `outcome` is valid (SPEC.md 2).
+    """Raise `InvalidOutcomeError` unless `outcome` is valid (docs/runtime.md §2).
 
     Valid means: the status is terminal; ``completed`` has no reason and no failure;
     ``interrupted`` has reason canceled, deadline_exceeded, consumer_stopped or
@@ -160,7 +162,7 @@ def validate_outcome(outcome: TurnOutcome) -> None:
 
 
 class Session(_Value):
-    """One conversation of an app with a user (SPEC.md 2).
+    """One conversation of an app with a user (docs/runtime.md §2).
 
     `state` is a JSON object; stores merge each stored event's `state_delta` into it
     (top-level keys, last write wins). Timestamps are UTC.
@@ -180,7 +182,7 @@ class Session(_Value):
 
 
 class Turn(_Value):
-    """Durable record of one user turn (SPEC.md 2).
+    """Durable record of one user turn (docs/runtime.md §2).
 
     `started_at` and `finished_at` are UTC; `finished_at` is None while running.
     `reason` is NONE ("") while running and for completed turns.
@@ -207,7 +209,7 @@ class Turn(_Value):
 
 @runtime_checkable
 class SessionService(Protocol):
-    """Async store of sessions and their events (SPEC.md 2). Required by the runner."""
+    """Async store of sessions and their events (docs/runtime.md §2). Required by the runner."""
 
     async def create_session(
         self,
@@ -247,7 +249,7 @@ class SessionService(Protocol):
 
 @runtime_checkable
 class TurnStore(Protocol):
-    """Optional capability: durable turn records (SPEC.md 2)."""
+    """Optional capability: durable turn records (docs/runtime.md §2)."""
 
     async def begin_turn(self, session_id: str, turn: Turn) -> Turn:
         """Record a new running turn of `session_id` and return the stored copy.
@@ -282,7 +284,7 @@ class TurnStore(Protocol):
 
 @runtime_checkable
 class RunLock(Protocol):
-    """Optional capability: serialise runs of one session (SPEC.md 2)."""
+    """Optional capability: serialise runs of one session (docs/runtime.md §2)."""
 
     def run_lock(
         self, app_name: str, user_id: str, session_id: str

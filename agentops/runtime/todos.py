@@ -1,4 +1,4 @@
-"""Todo tools: a per-session task list under session-state key ``todos`` (SPEC.md 7).
+"""Todo tools: a per-session task list under session-state key ``todos`` (docs/runtime.md §7).
 
 Four tools (`todos_list`, `todos_write`, `todos_update`, `todos_clear`) operate on a
 `TodoStore`, which serialises read-modify-write of one session's list. Each tool has a
@@ -31,7 +31,7 @@ __all__ = [
     "render_todos_for_summary",
 ]
 
-#: The session-state key shared with compaction consumers (SPEC.md 7).
+#: The session-state key shared with compaction consumers (docs/runtime.md §7).
 TODOS_STATE_KEY = "todos"
 SUMMARY_START_MARKER = "<todos>"
 SUMMARY_END_MARKER = "</todos>"
@@ -63,7 +63,7 @@ class TodoShapeError(TodoToolError, TypeError):
 
 
 class TodoItem(BaseModel):
-    """One task (SPEC.md 7).
+    """One task (docs/runtime.md §7).
 
     `content`: the task in imperative form ("Run the tests"). `status`: normally
     ``pending``, ``in_progress`` or ``completed``; other strings are kept as given.
@@ -92,7 +92,7 @@ def _text(value: Any) -> str:
 
 
 def coerce_todos(value: Any) -> list[TodoItem]:
-    """Read a stored ``todos`` value (SPEC.md 7).
+    """Read a stored ``todos`` value (docs/runtime.md §7).
 
     None/missing -> []; a list (or tuple) of mappings -> items, with non-string fields
     read as "" and non-mapping entries skipped; anything else raises `TodoShapeError`
@@ -119,7 +119,7 @@ def dump_todos(items: Sequence[TodoItem]) -> list[dict[str, str]]:
 
 
 def render_todos_for_summary(items: Sequence[TodoItem]) -> str:
-    """The todo block of a compaction summariser prompt (SPEC.md 7).
+    """The todo block of a compaction summariser prompt (docs/runtime.md §7).
 
     One line per item (``- [status] content``, runs of whitespace in the content
     collapsed to one space so an item never spans lines) between `SUMMARY_START_MARKER`
@@ -153,7 +153,7 @@ class TodoCallContext(BaseModel):
 
 @runtime_checkable
 class TodoStore(Protocol):
-    """Serialised access to one session's ``todos`` list (SPEC.md 7).
+    """Serialised access to one session's ``todos`` list (docs/runtime.md §7).
 
     `modify_todos` runs read-modify-write so that concurrent updates never lose one (an
     in-process lock; across processes a row lock or compare-and-swap). Both methods raise
@@ -215,7 +215,7 @@ class _UpdateArgs(BaseModel):
     )
 
 
-#: The four tools' descriptions, by name (SPEC.md 7).
+#: The four tools' descriptions, by name (docs/runtime.md §7).
 TODO_TOOL_SPECS: dict[str, ToolSpec] = {
     spec.name: spec
     for spec in (
@@ -273,7 +273,7 @@ def _context(context: TodoCallContext | None, tool: str) -> TodoCallContext:
 
 
 class TodoTools:
-    """The four todo tools bound to a `TodoStore` (SPEC.md 7).
+    """The four todo tools bound to a `TodoStore` (docs/runtime.md §7).
 
     Each method takes the session id (the agent's own session: every agent has its own
     list) and the decoded JSON arguments, and returns the JSON-ready result. Errors are

@@ -1,4 +1,5 @@
-"""`bench projection`: default projection + tool-protocol inspection per event (SPEC.md 4-5).
+"""`bench projection`: default projection + tool-protocol inspection per event
+(docs/runtime.md §4-5).
 
 For each size (default 1,000, 10,000 and 100,000 events) the synthetic history of
 `agentops.runtime.bench.synthetic_history` (completed, failed-with-dangling-call,

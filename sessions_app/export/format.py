@@ -273,7 +273,7 @@ class ExportTodoItem(_Part):
     position: StrictInt = Field(ge=0)
     content: StrictStr
     status: StrictStr = Field(
-        description="pending, in_progress, completed or any other string (SPEC.md 7)"
+        description="pending, in_progress, completed or any other string (docs/runtime.md §7)"
     )
     active_form: StrictStr
 

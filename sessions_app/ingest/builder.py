@@ -1,4 +1,4 @@
-"""The turn rules every importer shares (SPEC.md 2, and the importer brief), in
+"""The turn rules every importer shares (docs/runtime.md §2, and the importer brief), in
 `SessionBuilder`, so every format applies them the same way:
 
 - a turn starts at each real user prompt; events before the first prompt belong to the
@@ -9,7 +9,7 @@
   `interrupted/consumer_stopped`; the last turn with calls that have no result (and are
   not pending) is `interrupted/abandoned` (the transcript ends inside a tool call);
 - everything else is `completed` (a dangling call in an earlier turn is kept as the
-  source wrote it: the runtime fails closed on it, SPEC.md 4-5).
+  source wrote it: the runtime fails closed on it, docs/runtime.md §4-5).
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ class SessionBuilder:
             current.interrupt_note = note
 
     def fail(self, code: str, stage: str, note: str) -> None:
-        """Mark the current turn failed/agent_error with a safe code and stage (SPEC.md 2)."""
+        """Mark the current turn failed/agent_error with a safe code and stage
+        (docs/runtime.md §2)."""
         current = self._current()
         if not current.failure_code:
             current.failure_code = safe_failure_code(code)

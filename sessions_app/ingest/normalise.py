@@ -92,7 +92,7 @@ def jsonl_objects(
 
 
 def normalise_arguments(value: Any) -> dict[str, Any]:
-    """Tool-call arguments as a JSON object (SPEC.md 1 ToolCall).
+    """Tool-call arguments as a JSON object (docs/runtime.md §1 ToolCall).
 
     A JSON string holding an object is unwrapped; empty/None becomes {}; any other value
     (a non-object JSON string, a list, a scalar) is kept under {"_raw": value} so nothing
@@ -114,13 +114,13 @@ def normalise_arguments(value: Any) -> dict[str, Any]:
 
 
 def safe_failure_code(value: Any, default: str = "agent_error") -> str:
-    """`value` squeezed into a SPEC.md 2 failure code: 1-128 chars of [a-z0-9_.-]."""
+    """`value` squeezed into a docs/runtime.md §2 failure code: 1-128 chars of [a-z0-9_.-]."""
     code = _OUTSIDE_FAILURE_CODE.sub("_", str(value or "").lower()).strip("_")[:128]
     return code or default
 
 
 def coerce_todos(value: Any) -> list[ParsedTodo]:
-    """Todo items from a TodoWrite/update_plan payload (SPEC.md 7 reading rules).
+    """Todo items from a TodoWrite/update_plan payload (docs/runtime.md §7 reading rules).
 
     Accepts Claude's {content, status, activeForm}, the old {id, content, status,
     priority} and Codex's {step, status}; non-mapping entries are skipped; non-string

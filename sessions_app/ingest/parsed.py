@@ -30,7 +30,8 @@ class ImportProblem:
 
 @dataclass(slots=True)
 class ParsedTodo:
-    """One todo item (SPEC.md 7): content, status (any string) and active form ("" = none)."""
+    """One todo item (docs/runtime.md §7): content, status (any string) and active form ("" =
+    none)."""
 
     content: str
     status: str = "pending"
@@ -39,7 +40,8 @@ class ParsedTodo:
 
 @dataclass(slots=True)
 class ParsedTurn:
-    """A turn's record (SPEC.md 2). `status_note` says why the importer chose the outcome."""
+    """A turn's record (docs/runtime.md §2). `status_note` says why the importer chose the
+    outcome."""
 
     id: str
     status: str

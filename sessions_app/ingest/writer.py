@@ -172,14 +172,15 @@ def stored_source_path(parsed: ParsedSession, file_path: str) -> str:
 
 def parsed_resume_status(parsed: ParsedSession) -> tuple[int, bool]:
     """(open tool-protocol issue count, cannot_resume) of a parsed session, computed in
-    memory with `sessions_app.store.resume_status` (SPEC.md 4-5), before it is written.
+    memory with `sessions_app.store.resume_status` (docs/runtime.md §4-5), before it is written.
 
     Equal to what `refresh_resume_status` reads back after `write_parsed_session`: turns
     in timeline order (started_at, id), active events (not deleted, not archived) in list
     order, which is the order of the ids the database assigns; their positions stand in
     for those ids. Recorded tool outcomes are not applied (sessions that carry them are
     refreshed from the database after their outcomes are written). Raises ValueError /
-    pydantic.ValidationError for a turn status or event shape SPEC.md does not allow.
+    pydantic.ValidationError for a turn status or event shape the runtime contract
+    (docs/runtime.md) does not allow.
     """
     sid = parsed.id
     turns = sorted(
@@ -203,8 +204,8 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
     when one is open), so an import of one file lands whole or not at all. The session
     must not exist yet (callers delete a previous version first: `delete_sessions`);
     raises `django.db.IntegrityError` otherwise. Event ids are assigned by the database in
-    list order, so id order is conversation order (SPEC.md 1). The `todos` state key is
-    never written: `TodoList`/`TodoItem` rows are the one source of truth (SPEC.md 7).
+    list order, so id order is conversation order (docs/runtime.md §1). The `todos` state key is
+    never written: `TodoList`/`TodoItem` rows are the one source of truth (docs/runtime.md §7).
     The session's resume status (`protocol_issue_count`, `cannot_resume`) is stored with
     it: `parsed_resume_status`, or `refresh_resume_status` once recorded tool outcomes
     (an agentops export) are written.

@@ -49,7 +49,7 @@ class LiveSessionService(DjangoSessionService):
     the runner does not yield); `broadcast_partial` sends a fragment the runner yielded.
     The store keeps, per running turn, what it stored (`payloads.TurnCalls`), so a tool
     result's message carries its call without a query. Broadcast errors are logged, never
-    raised (SPEC.md 3: the store's errors are the run's, the live view's are not).
+    raised (docs/runtime.md §3: the store's errors are the run's, the live view's are not).
     """
 
     def __init__(self) -> None:

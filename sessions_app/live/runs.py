@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 
 def get_todo_store() -> TodoStore:
-    """The durable todo store on the database rows (`todos_app.store`, SPEC.md 7)."""
+    """The durable todo store on the database rows (`todos_app.store`, docs/runtime.md §7)."""
     from todos_app.store import get_todo_store as durable
 
     return durable()
@@ -99,7 +99,7 @@ async def run_turn(
     yields (partials with id 0, stored events). With `listen_for_cancel`, the run joins the
     session's group and cancels itself on a ``turn.cancel`` for its turn (or for the whole
     session), so a stop requested in another process reaches it. Raises what the runner
-    raises (SPEC.md 3); a cancelled run raises `asyncio.CancelledError` after the turn was
+    raises (docs/runtime.md §3); a cancelled run raises `asyncio.CancelledError` after the turn was
     recorded interrupted/canceled.
     """
     service = service or LiveSessionService()
@@ -248,7 +248,7 @@ async def request_stop(session_id: str, turn_id: str = "") -> int:
 
     Turns running in this process are cancelled here; a ``turn.cancel`` message is also
     sent to the session's group so the process that runs it elsewhere cancels it. Each
-    cancelled turn ends interrupted/canceled (SPEC.md 3). Returns how many local runs
+    cancelled turn ends interrupted/canceled (docs/runtime.md §3). Returns how many local runs
     were cancelled.
     """
     cancelled = 0

@@ -23,7 +23,7 @@ def active_turn_id(session_id: str) -> str:
     """The id of a turn of `session_id` that is running and not stuck (it began or stored
     an event within AGENTOPS_STUCK_AFTER_SECONDS), in any process; "" when there is none.
 
-    A stuck turn does not count: the next run abandons it under the run lock (SPEC.md 3).
+    A stuck turn does not count: the next run abandons it under the run lock (docs/runtime.md §3).
     """
     turn = (
         models.Turn.objects.filter(session_id=session_id, status=models.Turn.Status.RUNNING)  # type: ignore[misc]
@@ -52,7 +52,7 @@ ABANDON_LOCK_WAIT_SECONDS = 1.0
 
 async def abandon_stuck_turns(session_id: str, turn_id: str = "") -> list[str]:
     """Record the session's stuck running turns (`stuck_turn_ids`; only `turn_id` when
-    given) interrupted/abandoned, as the next run of the session would (SPEC.md 3), and
+    given) interrupted/abandoned, as the next run of the session would (docs/runtime.md §3), and
     broadcast them; returns their ids.
 
     For a turn whose process died: nothing is left to cancel it. Done only under the

@@ -19,7 +19,7 @@ from sessions_app.store import load_facts
 def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/context/?page=: what the next turn's agent would be sent.
 
-    Runs the product projection (the runtime's default projection, SPEC.md 4, with recorded
+    Runs the product projection (the runtime's default projection, docs/runtime.md §4, with recorded
     tool outcomes closing their calls) on the stored facts and shows every stored event as
     kept, dropped (running turn) or cut (unsafe suffix after an unanswered call), the
     status notices and recorded outcomes in place, or the unknown-execution error.

@@ -1,7 +1,7 @@
 """Turn stored events into what the session page shows (presentation only, no rules).
 
 `conversation()` pairs each tool call with the tool event that answers it (the first
-unanswered call with that id, SPEC.md 5), so a call and its result render together; tool
+unanswered call with that id, docs/runtime.md §5), so a call and its result render together; tool
 events that answer no call in view are shown on their own.
 """
 
@@ -74,7 +74,7 @@ class EventView:
 
 
 def _message_html(event: Event) -> tuple[SafeString, list[dict[str, Any]]]:
-    # Parts take precedence over plain text (SPEC.md 1).
+    # Parts take precedence over plain text (docs/runtime.md §1).
     if event.parts:
         texts = [p.get("text") or "" for p in event.parts if p.get("type") == "text"]
         images = [p for p in event.parts if p.get("type") in {"image_url", "image_base64"}]
@@ -147,7 +147,7 @@ def runtime_event(event: RuntimeEvent) -> RuntimeEventView:
         value = response.error if response.is_error else response.result
         summary = value if isinstance(value, str) else pretty_json(value)
     elif content.role == "tool":
-        # A plain tool result (tool_call_id + text, SPEC.md 1): its value is the text.
+        # A plain tool result (tool_call_id + text, docs/runtime.md §1): its value is the text.
         summary, text = text, ""
     return RuntimeEventView(
         event=event,
@@ -187,7 +187,7 @@ def projection_entry(entry: ProjectionEntry) -> ProjectionEntryView:
 
 @dataclass
 class ProtocolIssueView:
-    """One tool-protocol issue (SPEC.md 5) with its turn record and pending markers.
+    """One tool-protocol issue (docs/runtime.md §5) with its turn record and pending markers.
 
     `turn` is None for legacy events (no turn record); `calls` are dicts of
     {id, name, arguments_json, pending} where pending means the source marked the call as

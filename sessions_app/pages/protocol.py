@@ -23,7 +23,8 @@ from sessions_app.store import load_facts
 def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/protocol/: every tool-protocol issue of the active history.
 
-    Each issue is an assistant event whose calls have no result (SPEC.md 5), with its turn's
+    Each issue is an assistant event whose calls have no result (docs/runtime.md §5), with its
+    turn's
     status; calls the source marked as awaiting approval are labelled pending. Raises
     Http404 for a session the user may not see.
     """

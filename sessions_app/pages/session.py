@@ -90,7 +90,7 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
     """GET /sessions/<id>/turns/<turn_id>/events/?after=<event id>: one chunk of a turn's
     events in conversation form, at most AGENTOPS_EVENTS_PER_TURN_PAGE, keyset-paginated.
 
-    `turn_id` "legacy" lists the active events that belong to no turn record (SPEC.md 2).
+    `turn_id` "legacy" lists the active events that belong to no turn record (docs/runtime.md §2).
     An htmx request gets the `events` fragment; a plain request a page for that turn.
     Raises Http404 for an unknown turn or a session the user may not see.
     """

@@ -1,4 +1,4 @@
-"""The session store: the runtime's store protocols on the Django models (SPEC.md 2).
+"""The session store: the runtime's store protocols on the Django models (docs/runtime.md §2).
 
 - `service`: `DjangoSessionService` (`SessionService` + `TurnStore` + `RunLock`).
 - `rows`: rows <-> runtime values (`Event`, `Session`, `Turn`); the only translation.

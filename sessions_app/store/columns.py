@@ -43,7 +43,7 @@ EVENT_PRODUCT_COLUMNS = ("source_id", "pending_call_ids", "raw", "deleted_at", "
 EVENT_RUNTIME_COLUMNS = tuple(c for c in EVENT_COLUMNS if c not in EVENT_PRODUCT_COLUMNS)
 
 #: The event columns an INSERT names: all but the id, which the database assigns in
-#: insertion order (so id order is conversation order, SPEC.md 1).
+#: insertion order (so id order is conversation order, docs/runtime.md §1).
 EVENT_INSERT_COLUMNS = tuple(c for c in EVENT_COLUMNS if c != "id")
 
 #: Every stored column of a turn (`models.Turn`).

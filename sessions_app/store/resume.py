@@ -1,7 +1,7 @@
 """A session's stored facts as runtime values, and its resume status.
 
 `load_facts` reads the turns and active events the projector and the tool-protocol
-inspector take (SPEC.md 4-5); `resume_status` computes (open tool-protocol issue count,
+inspector take (docs/runtime.md §4-5); `resume_status` computes (open tool-protocol issue count,
 cannot_resume) from them; `refresh_resume_status` stores it on the session row, which the
 sessions list shows and filters on without loading every session's events.
 """
@@ -54,7 +54,8 @@ def load_events(session_id: str) -> list[Event]:
 def load_facts(session_id: str) -> tuple[list[Turn], list[Event]]:
     """The session's turns (timeline order) and active events (id order) as runtime values.
 
-    Two queries; the input the projector and the tool-protocol inspector take (SPEC.md 4-5).
+    Two queries; the input the projector and the tool-protocol inspector take
+    (docs/runtime.md §4-5).
     """
     return load_turns(session_id), load_events(session_id)
 
@@ -70,8 +71,8 @@ def resume_status(
     turn ids, roles, tool calls, tool responses and tool call ids matter), `outcomes` the
     recorded tool outcomes keyed by (assistant event id, call id). Recorded outcomes close
     their calls first, as the product projector does; then the issue count is the runtime
-    inspector's (SPEC.md 5) and cannot_resume says whether the default projection fails
-    (SPEC.md 4: the next run would be refused). No query.
+    inspector's (docs/runtime.md §5) and cannot_resume says whether the default projection fails
+    (docs/runtime.md §4: the next run would be refused). No query.
     """
     events = apply_tool_outcomes(events, outcomes or {})
     issue_count = len(inspect_tool_protocol(events))
@@ -116,7 +117,7 @@ _EVENT_LIST = TypeAdapter(list[Event])
 def protocol_events(session_id: str, facts: Iterable[ProtocolFacts]) -> list[Event]:
     """Runtime `Event`s holding only what the tool protocol and the projection verdict
     read (`resume_status`), validated in one pydantic call (nested models validated in
-    pydantic-core). Raises pydantic.ValidationError for shapes SPEC.md 1 does not allow."""
+    pydantic-core). Raises pydantic.ValidationError for shapes docs/runtime.md §1 does not allow."""
     return _EVENT_LIST.validate_python(
         [
             {

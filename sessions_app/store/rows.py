@@ -1,5 +1,5 @@
 """Rows <-> runtime values: the one place that translates between the models and the
-runtime's `Event`, `Session` and `Turn` (SPEC.md 1-2 shapes, UTC timestamps)."""
+runtime's `Event`, `Session` and `Turn` (docs/runtime.md §1-2 shapes, UTC timestamps)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ __all__ = [
 
 def event_from_values(row: dict[str, Any]) -> Event:
     """The runtime `Event` for a stored row given as a dict of `EVENT_RUNTIME_COLUMNS`
-    values (as `QuerySet.values(*EVENT_RUNTIME_COLUMNS)` returns them; SPEC.md 1 shapes,
+    values (as `QuerySet.values(*EVENT_RUNTIME_COLUMNS)` returns them; docs/runtime.md §1 shapes,
     UTC)."""
     content: dict[str, Any] = {
         "role": row["role"],
@@ -108,7 +108,7 @@ class TurnRecord(Protocol):
 
 def turn_from_record(record: TurnRecord, session_id: str) -> Turn:
     """The runtime `Turn` of a turn record (an empty failure code means no failure).
-    Raises ValueError for a status or reason SPEC.md 2 does not name."""
+    Raises ValueError for a status or reason docs/runtime.md §2 does not name."""
     failure = (
         TurnFailure(
             code=record.failure_code, message=record.failure_message, stage=record.failure_stage

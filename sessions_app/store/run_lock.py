@@ -1,4 +1,4 @@
-"""The run lock: one run at a time per run key (app, user, session) (SPEC.md 2).
+"""The run lock: one run at a time per run key (app, user, session) (docs/runtime.md §2).
 
 On PostgreSQL a session-level advisory lock held on a dedicated connection for the whole
 run, so a crashed holder's lock is released by the server when its connection dies;
@@ -38,7 +38,7 @@ def advisory_lock_key(app_name: str, user_id: str, session_id: str) -> int:
 def run_lock(
     app_name: str, user_id: str, session_id: str, *, wait: float | None = None
 ) -> AbstractAsyncContextManager[None]:
-    """Async context manager serialising runs of (app, user, session) (SPEC.md 2).
+    """Async context manager serialising runs of (app, user, session) (docs/runtime.md §2).
 
     PostgreSQL: `pg_advisory_lock` semantics on a dedicated connection (polled with
     `pg_try_advisory_lock`, so a waiter can be cancelled), released on exit or when the

@@ -1,4 +1,4 @@
-"""The Django session service: the runtime's store protocols on the ORM (SPEC.md 2).
+"""The Django session service: the runtime's store protocols on the ORM (docs/runtime.md §2).
 
 `DjangoSessionService` implements `SessionService`, `TurnStore` and `RunLock` from
 `agentops.runtime.session` on the `Session`, `Turn` and `Event` models, translating
@@ -41,7 +41,7 @@ __all__ = ["DjangoSessionService"]
 
 
 class DjangoSessionService:
-    """`SessionService` + `TurnStore` + `RunLock` on the Django models (SPEC.md 2).
+    """`SessionService` + `TurnStore` + `RunLock` on the Django models (docs/runtime.md §2).
 
     All methods are coroutines; errors are the runtime's named exceptions
     (`SessionNotFoundError`, `TurnNotFoundError`, `TurnStateConflictError`, ...).
@@ -82,7 +82,7 @@ class DjangoSessionService:
         """The session, or None when it does not exist.
 
         `state["todos"]` is read from the todo rows (`signals.session_todos_requested`;
-        present once the session has a todo list, SPEC.md 7), never from the stored state.
+        present once the session has a todo list, docs/runtime.md §7), never from the stored state.
         """
         return await sync_to_async(self._get_session)(session_id)
 
@@ -90,7 +90,7 @@ class DjangoSessionService:
         row = models.Session.objects.filter(pk=session_id).first()
         if row is None:
             return None
-        # Todos: the app keeping the todo rows is the one source of truth (SPEC.md 7).
+        # Todos: the app keeping the todo rows is the one source of truth (docs/runtime.md §7).
         state = {k: v for k, v in row.state.items() if k != TODOS_STATE_KEY}
         todos = first_answer(session_todos_requested.send(sender=models.Session, session_id=row.id))
         if todos is not None:
@@ -112,7 +112,7 @@ class DjangoSessionService:
         (id > 0, UTC timestamps). Partial -> InvalidEventError; unknown session ->
         SessionNotFoundError.
 
-        A delta setting `todos` replaces the todo rows instead (coerced per SPEC.md 7,
+        A delta setting `todos` replaces the todo rows instead (coerced per docs/runtime.md §7,
         `signals.session_todos_set`: versioned and audited as an agent change, same
         transaction); a non-list value raises `TodoShapeError` and nothing is stored."""
         if event.partial:
@@ -183,7 +183,8 @@ class DjangoSessionService:
     # -- turns ---------------------------------------------------------------------------
 
     async def begin_turn(self, session_id: str, turn: Turn) -> Turn:
-        """Record a new running turn (SPEC.md 2); invalid or duplicate -> InvalidTurnError."""
+        """Record a new running turn (docs/runtime.md §2); invalid or duplicate ->
+        InvalidTurnError."""
         if not turn.id:
             raise errors.InvalidTurnError(turn.id, "a turn needs an id")
         if turn.session_id != session_id:
@@ -212,7 +213,7 @@ class DjangoSessionService:
     async def finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
         """Move a running turn to `outcome` atomically: the status check is part of the
         UPDATE itself, so of two concurrent finalisers exactly one wins. Raises
-        InvalidOutcomeError, TurnNotFoundError or TurnStateConflictError (SPEC.md 2)."""
+        InvalidOutcomeError, TurnNotFoundError or TurnStateConflictError (docs/runtime.md §2)."""
         validate_outcome(outcome)
         return await sync_to_async(self._finalize_turn)(turn_id, outcome)
 
@@ -284,7 +285,7 @@ class DjangoSessionService:
     def run_lock(
         self, app_name: str, user_id: str, session_id: str, *, wait: float | None = None
     ) -> AbstractAsyncContextManager[None]:
-        """Async context manager serialising runs of (app, user, session) (SPEC.md 2):
+        """Async context manager serialising runs of (app, user, session) (docs/runtime.md §2):
         `sessions_app.store.run_lock.run_lock`. `wait`: give up after that many seconds
         (None: wait as long as it takes); entering then raises TimeoutError."""
         return run_lock(app_name, user_id, session_id, wait=wait)

@@ -1,6 +1,6 @@
 """The failure triage queue, GET /turns/: failed, interrupted and stuck turns of all sessions.
 
-Turn statuses, reasons and failure stages are those of SPEC.md 2. "Stuck" is not a
+Turn statuses, reasons and failure stages are those of docs/runtime.md §2. "Stuck" is not a
 status: it is a running turn whose last event time is older than
 `settings.AGENTOPS_STUCK_AFTER_SECONDS` (see `TurnQuerySet.triage_queue`).
 

@@ -2,7 +2,7 @@
 
 Filters live in the URL (`?status=&code=&stage=&reason=&app=`) and combine with AND. The
 value `(none)` selects turns whose code, stage or reason is empty (it cannot collide with
-a real one: SPEC.md 2 allows only `[a-z0-9_.-]` in codes, and stages/reasons are fixed
+a real one: docs/runtime.md §2 allows only `[a-z0-9_.-]` in codes, and stages/reasons are fixed
 words).
 """
 
@@ -22,7 +22,7 @@ NONE = "(none)"
 NONE_LABELS = {"code": "no code", "stage": "no stage", "reason": "no reason", "app": "no app"}
 
 STATUSES = ("failed", "interrupted", "stuck")
-"""The queue statuses: two terminal statuses of SPEC.md 2 plus the derived "stuck"."""
+"""The queue statuses: two terminal statuses of docs/runtime.md §2 plus the derived "stuck"."""
 
 # URL parameter -> (label, queryset lookup). Order = order of the facets on the page.
 DIMENSIONS: dict[str, tuple[str, str]] = {

@@ -1,5 +1,5 @@
 """Stop on a turn whose process died: a stuck running turn that no live run holds is
-recorded interrupted/abandoned (as the next run would, SPEC.md 3); a recent running turn,
+recorded interrupted/abandoned (as the next run would, docs/runtime.md §3); a recent running turn,
 or one whose run lock is held, is left alone."""
 
 from __future__ import annotations

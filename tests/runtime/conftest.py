@@ -9,7 +9,7 @@ kinds without fixtures also run in the hypothesis property tests.
 
 Fixtures:
 - `store`: every kind.
-- `durable_store`: kinds with a turn store (durable-turn semantics; SPEC.md 3).
+- `durable_store`: kinds with a turn store (durable-turn semantics; docs/runtime.md §3).
 - `legacy_store`: kinds without a turn store (rollback semantics).
 - `locking_store`: kinds with a turn store *and* a run lock.
 """

@@ -1,4 +1,4 @@
-"""Default failure classifier (SPEC.md 6)."""
+"""Default failure classifier (docs/runtime.md §6)."""
 
 from __future__ import annotations
 

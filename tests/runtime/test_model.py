@@ -1,4 +1,4 @@
-"""Value types and outcome validation (SPEC.md 1-2, acceptance cases of 8)."""
+"""Value types and outcome validation (docs/runtime.md §1-2, acceptance cases of 8)."""
 
 from __future__ import annotations
 

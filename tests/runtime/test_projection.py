@@ -1,4 +1,4 @@
-"""Default projector and its explanation (SPEC.md 4, acceptance cases of 8)."""
+"""Default projector and its explanation (docs/runtime.md §4, acceptance cases of 8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Property tests of the runtime invariants (SPEC.md 3-5) on random histories and agents.
+"""Property tests of the runtime invariants (docs/runtime.md §3-5) on random histories and agents.
 
 (a) projection either raises ToolExecutionUnknownError or returns a context that passes
     validation; (b) no running turn's event and no stored notice ever reach the context;

@@ -1,4 +1,4 @@
-"""Tool-protocol inspection and validation (SPEC.md 5, acceptance cases of 8)."""
+"""Tool-protocol inspection and validation (docs/runtime.md §5, acceptance cases of 8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Runner.run (SPEC.md 3): the runner acceptance cases of SPEC.md 8.
+"""Runner.run (docs/runtime.md §3): the runner acceptance cases of docs/runtime.md §8.
 
 Tests taking `store` run against every registered store kind; `durable_store` tests need
 a turn store (marked `turn_store`); `legacy_store` tests need a store without one.

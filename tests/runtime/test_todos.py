@@ -1,4 +1,4 @@
-"""Todo tools (SPEC.md 7, acceptance cases of 8)."""
+"""Todo tools (docs/runtime.md §7, acceptance cases of 8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session service and turn store contracts (SPEC.md 2), against every registered store."""
+"""Session service and turn store contracts (docs/runtime.md §2), against every registered store."""
 
 from __future__ import annotations
 

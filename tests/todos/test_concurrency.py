@@ -1,4 +1,5 @@
-"""No lost updates across processes on PostgreSQL (SPEC.md 7: serialised read-modify-write)."""
+"""No lost updates across processes on PostgreSQL (docs/runtime.md §7: serialised
+read-modify-write)."""
 
 from __future__ import annotations
 

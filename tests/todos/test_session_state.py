@@ -1,4 +1,5 @@
-"""The `todos` state key on the Django session service is served by the rows (SPEC.md 7)."""
+"""The `todos` state key on the Django session service is served by the rows
+(docs/runtime.md §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The durable todo store and the four tools on it (SPEC.md 7, 8 "Todos")."""
+"""The durable todo store and the four tools on it (docs/runtime.md §7, 8 "Todos")."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ async def test_concurrent_updates_in_one_turn_are_all_kept() -> None:
     assert (await TodoList.objects.aget(session_id=sid)).version == 21
 
 
-# -- the same tool behaviour on both stores (SPEC.md 8 "Todos") -------------------------
+# -- the same tool behaviour on both stores (docs/runtime.md §8 "Todos") -------------------------
 
 
 BoundTools = tuple[TodoTools, str]

@@ -1,4 +1,4 @@
-"""The compaction summariser block on lists imported from the corpus (SPEC.md 7)."""
+"""The compaction summariser block on lists imported from the corpus (docs/runtime.md §7)."""
 
 from __future__ import annotations
 

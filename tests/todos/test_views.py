@@ -1,4 +1,4 @@
-"""The todos page, panel and a person's edits: roles, versions, audit (SPEC.md 7)."""
+"""The todos page, panel and a person's edits: roles, versions, audit (docs/runtime.md §7)."""
 
 from __future__ import annotations
 

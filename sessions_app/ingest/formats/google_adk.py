@@ -18,7 +18,7 @@ Rules applied here:
   source author: the dashboard shows them as state changes, never as empty messages, and
   they carry nothing a model would read;
 - an event with `error_code` fails its turn (code made safe, stage provider, no message:
-  provider text is never copied into a failure, SPEC.md 6); `interrupted: true` marks the
+  provider text is never copied into a failure, docs/runtime.md §6); `interrupted: true` marks the
   turn interrupted/canceled.
 """
 

@@ -1,6 +1,6 @@
 """`manage.py run_turn SESSION_ID "message" [--agent dotted.path]`: run one turn.
 
-Runs the turn through the Runner on the database (SPEC.md 3) and prints what it yields as
+Runs the turn through the Runner on the database (docs/runtime.md §3) and prints what it yields as
 it comes: partial text inline, each stored event with its id, then the turn's final status
 (status, reason, failure code/stage). Watchers see it live, like a turn started from the
 page (with the Redis channel layer, on every server process). Exit status 0 when the turn
