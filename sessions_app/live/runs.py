@@ -21,6 +21,7 @@ from typing import Any, cast
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.utils.module_loading import import_string
 
 from agentops.runtime.model import Content, Event
 from agentops.runtime.runner import AgentLike, Runner
@@ -37,10 +38,11 @@ logger = logging.getLogger(__name__)
 
 
 def get_todo_store() -> TodoStore:
-    """The durable todo store on the database rows (`todos_app.store`, docs/runtime.md §7)."""
-    from todos_app.store import get_todo_store as durable
-
-    return durable()
+    """The durable todo store (docs/runtime.md §7): what the factory at the dotted path
+    settings.AGENTOPS_TODO_STORE returns (the todo rows: `todos_app.store`). A setting,
+    not an import, because todos_app builds on sessions_app and never the reverse."""
+    store: TodoStore = import_string(settings.AGENTOPS_TODO_STORE)()
+    return store
 
 
 def get_agent(path: str = "") -> AgentLike:
