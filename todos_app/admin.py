@@ -2,7 +2,7 @@
 
 A list is edited with its items inline; saving never writes the rows directly: the kept
 items (in the order of their "Position" values, ties by form order) replace the list via
-`services.replace_items`, with the version the form was built from, so a concurrent
+`edits.replace_items`, with the version the form was built from, so a concurrent
 change is refused (nothing saved, an error message shown) and each save is versioned and
 audited (actor "person", action "admin"). Lists are created by agents or the dashboard,
 and kept with their audit, so admin neither adds nor deletes them. The audit is
@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from agentops.runtime.todos import TodoItem as RuntimeTodoItem
 from agentops.runtime.todos import TodoToolError
-from todos_app import services
+from todos_app import edits, services
 from todos_app.models import TodoChange, TodoItem, TodoList
 
 
@@ -109,7 +109,7 @@ class TodoListAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 )
         items = [item for _position, _order, item in sorted(rows, key=lambda row: row[:2])]
         try:
-            services.replace_items(
+            edits.replace_items(
                 form.instance.session_id,
                 items,
                 user=request.user,

@@ -30,7 +30,7 @@ from sessions_app.access import get_session_for_user
 from sessions_app.http import HtmxHttpRequest
 from sessions_app.models import Session
 from sessions_app.roles import can_edit_todos
-from todos_app import services
+from todos_app import edits, services
 from todos_app.models import TodoChange, TodoItem
 
 HISTORY_PER_PAGE = 20
@@ -132,7 +132,7 @@ def todo_add(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     return _edit(
         request,
         session_id,
-        lambda version: services.add_item(
+        lambda version: edits.add_item(
             session_id,
             post.get("content", ""),
             active_form=post.get("active_form", ""),
@@ -151,7 +151,7 @@ def todo_edit(request: HtmxHttpRequest, session_id: str, index: int) -> HttpResp
     return _edit(
         request,
         session_id,
-        lambda version: services.edit_item(
+        lambda version: edits.edit_item(
             session_id,
             index,
             content=post.get("content", ""),
@@ -169,7 +169,7 @@ def todo_status(request: HtmxHttpRequest, session_id: str, index: int) -> HttpRe
     return _edit(
         request,
         session_id,
-        lambda version: services.set_status(
+        lambda version: edits.set_status(
             session_id,
             index,
             request.POST.get("status", ""),
@@ -187,7 +187,7 @@ def todo_move(request: HtmxHttpRequest, session_id: str, index: int) -> HttpResp
     return _edit(
         request,
         session_id,
-        lambda version: services.move_item(
+        lambda version: edits.move_item(
             session_id, index, offset, user=request.user, expected_version=version
         ),
     )
@@ -200,7 +200,7 @@ def todo_delete(request: HtmxHttpRequest, session_id: str, index: int) -> HttpRe
     return _edit(
         request,
         session_id,
-        lambda version: services.delete_item(
+        lambda version: edits.delete_item(
             session_id, index, user=request.user, expected_version=version
         ),
     )
@@ -213,7 +213,5 @@ def todo_clear(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     return _edit(
         request,
         session_id,
-        lambda version: services.clear_items(
-            session_id, user=request.user, expected_version=version
-        ),
+        lambda version: edits.clear_items(session_id, user=request.user, expected_version=version),
     )

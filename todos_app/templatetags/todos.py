@@ -6,7 +6,7 @@ from django import template
 from django.contrib.auth.models import AnonymousUser, User
 
 from sessions_app.roles import can_edit_todos as _can_edit_todos
-from todos_app.services import STATUSES
+from todos_app.edits import STATUSES
 
 register = template.Library()
 
