@@ -19,6 +19,7 @@ from sessions_app.store.columns import (
 from sessions_app.store.resume import (
     ProtocolFacts,
     load_facts,
+    orphan_count,
     protocol_events,
     refresh_resume_status,
     resume_status,
@@ -48,6 +49,7 @@ __all__ = [
     "event_from_values",
     "json_row",
     "load_facts",
+    "orphan_count",
     "postgres_conninfo",
     "protocol_events",
     "refresh_resume_status",
