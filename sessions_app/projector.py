@@ -160,13 +160,18 @@ class ProductExplanation:
     - `compacted`: the stored events before the last compaction (never sent);
     - `compaction`: that compaction event, or None;
     - `orphans`: tool results of the live history that answer no call (docs/runtime.md §5):
-      the context would send them, and providers reject such a history.
+      the context would send them, and providers reject such a history;
+    - `awaiting_user`: ids of the session's calls the source marks as waiting for a person
+      (`Event.pending_call_ids`: approvals, long-running calls, questions);
+    - `compaction_raw`: the stored `raw` of the compaction event (its facts), or None.
     """
 
     explanation: ProjectionExplanation
     compacted: tuple[Event, ...] = ()
     compaction: Event | None = None
     orphans: tuple[OrphanResult, ...] = ()
+    awaiting_user: frozenset[str] = frozenset()
+    compaction_raw: Any = None
 
 
 def product_history(
@@ -182,14 +187,26 @@ def explain_product_projection(
     session_id: str, turns: Sequence[Turn], events: Sequence[Event]
 ) -> ProductExplanation:
     """The runtime's `explain_projection` of the live history with recorded outcomes applied
-    (what the product projector would give the next turn's agent), the compacted events
-    and the orphan results. One query (the recorded outcomes)."""
+    (what the product projector would give the next turn's agent), the compacted events,
+    the orphan results and the calls awaiting the user. Three queries at most."""
+    from sessions_app.models import Event as EventRow
+
     compacted, live = product_history(events, load_outcomes(session_id))
+    compaction = live[0] if compaction_index(events) >= 0 else None
+    pending = EventRow.objects.filter(session_id=session_id, role=Role.ASSISTANT.value)
     return ProductExplanation(
         explanation=explain_projection(turns, live),
         compacted=tuple(compacted),
-        compaction=live[0] if compaction_index(events) >= 0 else None,
+        compaction=compaction,
         orphans=tuple(inspect_orphan_results(live)),
+        awaiting_user=frozenset(
+            call for ids in pending.values_list("pending_call_ids", flat=True) for call in ids
+        ),
+        compaction_raw=(
+            EventRow.objects.filter(pk=compaction.id).values_list("raw", flat=True).first()
+            if compaction is not None
+            else None
+        ),
     )
 
 

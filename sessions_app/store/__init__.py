@@ -18,6 +18,7 @@ from sessions_app.store.columns import (
 )
 from sessions_app.store.resume import (
     ProtocolFacts,
+    load_archived_events,
     load_facts,
     orphan_count,
     protocol_events,
@@ -48,6 +49,7 @@ __all__ = [
     "event_from_row",
     "event_from_values",
     "json_row",
+    "load_archived_events",
     "load_facts",
     "orphan_count",
     "postgres_conninfo",

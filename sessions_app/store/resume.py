@@ -27,6 +27,7 @@ from sessions_app.store.rows import event_from_values, turn_from_row
 
 __all__ = [
     "ProtocolFacts",
+    "load_archived_events",
     "load_events",
     "load_facts",
     "load_turns",
@@ -48,6 +49,19 @@ def load_events(session_id: str) -> list[Event]:
     rows = (
         models.Event.objects.active()
         .filter(session_id=session_id)
+        .order_by("id")
+        .values(*EVENT_RUNTIME_COLUMNS)
+    )
+    return [event_from_values(row) for row in rows]
+
+
+def load_archived_events(session_id: str) -> list[Event]:
+    """The session's archived events that are not deleted (an abandoned rewind branch of
+    an import, or archived history), in id order; one query. Never part of a context."""
+    rows = (
+        models.Event.objects.filter(
+            session_id=session_id, deleted_at__isnull=True, archived_at__isnull=False
+        )
         .order_by("id")
         .values(*EVENT_RUNTIME_COLUMNS)
     )
