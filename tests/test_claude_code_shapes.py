@@ -147,6 +147,7 @@ def test_compaction_is_a_marked_event_and_the_context_starts_at_its_summary(
     import_file(project_folder(tmp_path)[0])
     compaction = Event.objects.get(session_id=SID, author="compaction")
     assert compaction.role == "user"
+    assert isinstance(compaction.raw, dict)
     facts = compaction.raw["compaction"]
     assert facts["summarised_events"] == 4 and facts["trigger"] == "auto"
     assert facts["pre_tokens"] == 1234 and facts["todo_carried"] is None

@@ -230,7 +230,9 @@ class _Conversation:
     ) -> None:
         content = record["message"]["content"]
         uuid = str(record.get("uuid") or "")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        blocks: list[dict[str, Any]] = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else content
+        )
         texts: list[str] = []
         parts: list[dict[str, Any]] = []
         for block in blocks:
@@ -240,7 +242,7 @@ class _Conversation:
             elif btype == "text":
                 texts.append(str(block.get("text") or ""))
             elif btype == "image":
-                source = block.get("source") or {}
+                source: dict[str, Any] = block.get("source") or {}
                 parts.append(
                     {
                         "type": "image_base64",
