@@ -113,6 +113,11 @@ class Session(models.Model):
     # and filter them without loading every session's events.
     protocol_issue_count = models.PositiveIntegerField(default=0)
     cannot_resume = models.BooleanField(default=False)
+    orphan_result_count = models.PositiveIntegerField(default=0)  # docs/runtime.md §5
+    # A sub-agent's parent session and starting call: ids, not keys, so a sub-agent
+    # imported before its parent links as soon as the parent is there.
+    parent_session_id = models.CharField(max_length=255, blank=True, default="")
+    parent_call_id = models.CharField(max_length=255, blank=True, default="")
 
     objects = SessionQuerySet.as_manager()
 
@@ -126,6 +131,13 @@ class Session(models.Model):
                 F("updated_at").desc(),
                 name="session_cannot_resume_idx",
                 condition=Q(cannot_resume=True),
+            ),
+            # Session page: the sub-agents of a session.
+            models.Index(
+                "parent_session_id",
+                "created_at",
+                name="session_parent_idx",
+                condition=~Q(parent_session_id=""),
             ),
         ]
         permissions = [

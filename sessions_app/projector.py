@@ -1,4 +1,11 @@
-"""The product's projector: the default durable-turn projection plus recorded tool outcomes.
+"""The product's projector: what an imported agent really sends, with recorded tool outcomes.
+
+Compaction: an event with author "compaction" (role user, `COMPACTION_AUTHOR`) stands for
+a compaction the source transcript records (Claude Code's "This session is being
+continued..." summary). After it, the agent sends that summary and what came after it,
+never the summarised history: `live_history` keeps the events from the last compaction
+on, and everything before it is *compacted* (shown greyed, never projected). Events of
+an abandoned rewind branch are stored archived, so they are not active history at all.
 
 When a person records what happened to a tool call that has no stored result
 (`ToolOutcome`: "did not run", or "ran, with this result"), this projector inserts a
@@ -24,11 +31,29 @@ from agentops.runtime.projection import (
     explain_projection,
     project_default,
 )
-from agentops.runtime.protocol import inspect_tool_protocol
+from agentops.runtime.protocol import OrphanResult, inspect_orphan_results, inspect_tool_protocol
 from agentops.runtime.session import Turn
 
 #: Author of the synthetic results (display only; never sent to a model as such).
 OUTCOME_AUTHOR = "operator"
+#: Author of a compaction event: the summary an agent resumes from (role user, not a prompt).
+COMPACTION_AUTHOR = "compaction"
+
+
+def compaction_index(events: Sequence[Event]) -> int:
+    """The index of the last compaction event in `events` (author `COMPACTION_AUTHOR`,
+    role user), or -1 when there is none."""
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.author == COMPACTION_AUTHOR and event.content.role is Role.USER:
+            return index
+    return -1
+
+
+def live_history(events: Sequence[Event]) -> list[Event]:
+    """What the agent really sends of `events`: from the last compaction event on (the
+    summary and what came after it), or all of them when there was no compaction."""
+    return list(events[max(compaction_index(events), 0) :])
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,16 +152,67 @@ def load_outcomes(session_id: str) -> dict[tuple[int, str], RecordedOutcome]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class ProductExplanation:
+    """The product projection of a session, with its reasons.
+
+    - `explanation`: the runtime's explanation of the live history (docs/runtime.md §4);
+    - `compacted`: the stored events before the last compaction (never sent);
+    - `compaction`: that compaction event, or None;
+    - `orphans`: tool results of the live history that answer no call (docs/runtime.md §5):
+      the context would send them, and providers reject such a history;
+    - `awaiting_user`: ids of the session's calls the source marks as waiting for a person
+      (`Event.pending_call_ids`: approvals, long-running calls, questions);
+    - `compaction_raw`: the stored `raw` of the compaction event (its facts), or None.
+    """
+
+    explanation: ProjectionExplanation
+    compacted: tuple[Event, ...] = ()
+    compaction: Event | None = None
+    orphans: tuple[OrphanResult, ...] = ()
+    awaiting_user: frozenset[str] = frozenset()
+    compaction_raw: Any = None
+
+
+def product_history(
+    events: Sequence[Event], outcomes: Mapping[tuple[int, str], RecordedOutcome]
+) -> tuple[list[Event], list[Event]]:
+    """(compacted, live) of `events`: the live history (`live_history`) with recorded
+    outcomes applied, and the compacted events before it."""
+    cut = max(compaction_index(events), 0)
+    return list(events[:cut]), apply_tool_outcomes(events[cut:], outcomes)
+
+
 def explain_product_projection(
     session_id: str, turns: Sequence[Turn], events: Sequence[Event]
-) -> ProjectionExplanation:
-    """The runtime's `explain_projection` of the stored facts with recorded outcomes applied
-    (what the product projector would give the next turn's agent)."""
-    return explain_projection(turns, apply_tool_outcomes(events, load_outcomes(session_id)))
+) -> ProductExplanation:
+    """The runtime's `explain_projection` of the live history with recorded outcomes applied
+    (what the product projector would give the next turn's agent), the compacted events,
+    the orphan results and the calls awaiting the user. Three queries at most."""
+    from sessions_app.models import Event as EventRow
+
+    compacted, live = product_history(events, load_outcomes(session_id))
+    compaction = live[0] if compaction_index(events) >= 0 else None
+    pending = EventRow.objects.filter(session_id=session_id, role=Role.ASSISTANT.value)
+    return ProductExplanation(
+        explanation=explain_projection(turns, live),
+        compacted=tuple(compacted),
+        compaction=compaction,
+        orphans=tuple(inspect_orphan_results(live)),
+        awaiting_user=frozenset(
+            call for ids in pending.values_list("pending_call_ids", flat=True) for call in ids
+        ),
+        compaction_raw=(
+            EventRow.objects.filter(pk=compaction.id).values_list("raw", flat=True).first()
+            if compaction is not None
+            else None
+        ),
+    )
 
 
 class ProductProjector:
-    """`Projector` for runs of the dashboard: recorded outcomes, then the default projection.
+    """`Projector` for runs of the dashboard: the live history (from the last compaction
+    on), recorded outcomes, then the default projection.
 
     Raises `ToolExecutionUnknownError` like the default one when calls stay unanswered.
     """
@@ -146,8 +222,5 @@ class ProductProjector:
         if not events:
             return project_default(projection_input)
         outcomes = await sync_to_async(load_outcomes)(events[0].session_id)
-        return project_default(
-            ProjectionInput(
-                turns=projection_input.turns, events=apply_tool_outcomes(events, outcomes)
-            )
-        )
+        _compacted, live = product_history(events, outcomes)
+        return project_default(ProjectionInput(turns=projection_input.turns, events=live))

@@ -70,7 +70,7 @@ def test_protocol_page_marks_pending_approval_calls(operator_client: Client) -> 
     session = make_session("s-a", turns=1, statuses=["interrupted"])
     add_dangling_call(session, session.turns.get(), pending_call_ids=["call-9"])
     body = operator_client.get(reverse("sessions:protocol", args=["s-a"])).content.decode()
-    assert "pending approval" in body and "no result</span>" not in body
+    assert "awaiting the user" in body and "no result</span>" not in body
 
 
 def test_protocol_page_of_clean_session(operator_client: Client) -> None:

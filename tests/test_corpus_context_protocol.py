@@ -74,7 +74,7 @@ def test_pending_approval_is_listed_as_pending_and_cut_with_a_notice(
     )
     body = operator_client.get(reverse("sessions:protocol", args=[session.id])).content.decode()
     assert len(CALL_ID.findall(body)) == 1
-    assert "pending approval" in body and "no result</span>" not in body
+    assert "awaiting the user" in body and "no result</span>" not in body
     context = _context(operator_client, session)
     assert "ended with status interrupted (consumer_stopped)" in context
     assert "Projection fails" not in context

@@ -47,7 +47,9 @@ from agentops.runtime.projection import (
     project_default,
 )
 from agentops.runtime.protocol import (
+    OrphanResult,
     ToolProtocolIssue,
+    inspect_orphan_results,
     inspect_tool_protocol,
     validate_tool_protocol,
 )
@@ -84,6 +86,7 @@ __all__ = [
     "InvalidOutcomeError",
     "InvalidTurnError",
     "LegacyInMemorySessionService",
+    "OrphanResult",
     "ProjectionExplanation",
     "ProjectionInput",
     "Projector",
@@ -114,6 +117,7 @@ __all__ = [
     "cleanup_errors",
     "default_failure_classifier",
     "explain_projection",
+    "inspect_orphan_results",
     "inspect_tool_protocol",
     "project_default",
     "validate_outcome",

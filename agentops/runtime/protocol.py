@@ -1,6 +1,7 @@
-"""Tool-protocol inspection: assistant tool calls without durable results (docs/runtime.md §5).
+"""Tool-protocol inspection: assistant tool calls without durable results, and tool results
+without a call (docs/runtime.md §5).
 
-Both functions are linear in the number of events (each event is looked at once, each
+Every function is linear in the number of events (each event is looked at once, each
 call id is matched with O(1) dict and list operations).
 """
 
@@ -12,7 +13,13 @@ from dataclasses import dataclass
 from agentops.runtime.errors import ToolExecutionUnknownError
 from agentops.runtime.model import Event, Role, ToolCall
 
-__all__ = ["ToolProtocolIssue", "inspect_tool_protocol", "validate_tool_protocol"]
+__all__ = [
+    "OrphanResult",
+    "ToolProtocolIssue",
+    "inspect_orphan_results",
+    "inspect_tool_protocol",
+    "validate_tool_protocol",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +44,37 @@ class ToolProtocolIssue:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class OrphanResult:
+    """A tool event that answers no call (docs/runtime.md §5, orphan results).
+
+    `event_id` is the tool event's id (0 if never stored), `call_id` the call id it names
+    (`Content.answered_call_id`, maybe ""), `position` its index in the inspected sequence.
+    Anthropic's Messages API, the OpenAI Responses API and Google ADK reject a history
+    holding such a result.
+    """
+
+    session_id: str
+    turn_id: str
+    event_id: int
+    call_id: str
+    position: int
+
+
 _ASSISTANT = Role.ASSISTANT
 _TOOL = Role.TOOL
 
 
-def _scan(events: Sequence[Event], start: int, stop: int) -> list[ToolProtocolIssue]:
-    """Issues of ``events[start:stop]`` (positions relative to `events`), without copying."""
+def _scan(
+    events: Sequence[Event],
+    start: int,
+    stop: int,
+    orphans: list[OrphanResult] | None = None,
+) -> list[ToolProtocolIssue]:
+    """Issues of ``events[start:stop]`` (positions relative to `events`), without copying.
+
+    When `orphans` is given, every tool event that answers no call is appended to it.
+    """
     issues: list[ToolProtocolIssue] = []
     i = start
     while i < stop:
@@ -52,6 +84,8 @@ def _scan(events: Sequence[Event], start: int, stop: int) -> list[ToolProtocolIs
         calls = content.tool_calls
         i += 1
         if not calls or content.role != _ASSISTANT:
+            if orphans is not None and content.role == _TOOL:
+                orphans.append(_orphan(event, position))
             continue
         # Call id -> positions of not-yet-matched calls with that id, reversed so that
         # list.pop() yields the *first* unmatched one in O(1).
@@ -71,6 +105,9 @@ def _scan(events: Sequence[Event], start: int, stop: int) -> list[ToolProtocolIs
                 if positions:
                     positions.pop()
                     open_calls -= 1
+                    continue
+            if orphans is not None:
+                orphans.append(_orphan(result, i - 1))
         # Scanning resumes after the tool run (i already points there), so a later group
         # reusing a call id can never close this one.
         if open_calls:
@@ -85,6 +122,31 @@ def _scan(events: Sequence[Event], start: int, stop: int) -> list[ToolProtocolIs
                 )
             )
     return issues
+
+
+def _orphan(event: Event, position: int) -> OrphanResult:
+    return OrphanResult(
+        session_id=event.session_id,
+        turn_id=event.turn_id,
+        event_id=event.id,
+        call_id=event.content.answered_call_id,
+        position=position,
+    )
+
+
+def inspect_orphan_results(events: Sequence[Event]) -> list[OrphanResult]:
+    """Every tool event that answers no call, in order (docs/runtime.md §5, orphans).
+
+    A tool event answers a call exactly when `inspect_tool_protocol`'s matching uses it:
+    it sits in the run of tool events right after an assistant event with calls, has that
+    event's turn id, and is the first result for a not-yet-matched call with its id. Every
+    other tool event (after a user or plain assistant event, from another turn, unknown,
+    extra or duplicate) is an orphan. Orphans do not change the dangling-call verdicts and
+    the projection never refuses because of them. Never raises; never mutates `events`.
+    """
+    orphans: list[OrphanResult] = []
+    _scan(events, 0, len(events), orphans)
+    return orphans
 
 
 def inspect_tool_protocol(events: Sequence[Event]) -> list[ToolProtocolIssue]:

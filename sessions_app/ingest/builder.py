@@ -1,15 +1,25 @@
-"""The turn rules every importer shares (docs/runtime.md §2, and the importer brief), in
-`SessionBuilder`, so every format applies them the same way:
+"""The turn rules every importer shares (docs/runtime.md §2), in `SessionBuilder`, so every
+format applies them the same way (README, "Importing transcripts"; docs/concepts.md, turn
+outcomes of imports):
 
-- a turn starts at each real user prompt; events before the first prompt belong to the
-  first turn (a session with no prompt at all gets one turn holding everything);
-- an interrupt marker (Claude's "[Request interrupted by user]", Codex `turn_aborted`)
-  makes its turn `interrupted/canceled`;
-- the last turn with calls awaiting approval (`pending_call_ids`) is
-  `interrupted/consumer_stopped`; the last turn with calls that have no result (and are
-  not pending) is `interrupted/abandoned` (the transcript ends inside a tool call);
-- everything else is `completed` (a dangling call in an earlier turn is kept as the
-  source wrote it: the runtime fails closed on it, docs/runtime.md §4-5).
+- a turn starts at each real user prompt, wherever it sits; events before the first
+  prompt belong to the first turn (a session with no prompt at all gets one turn holding
+  everything);
+- a call is *unanswered* when no result for its id comes after it (in its turn or a
+  later one); a call the source marks as waiting for a person (`pending_call_ids`:
+  approvals, long-running calls, questions to the user) is *awaiting the user*;
+- the outcome of a turn, first rule that applies:
+  1. the source records a failure: `failed/agent_error` with its safe code;
+  2. an interrupt marker (Claude's "[Request interrupted by user]", Codex
+     `turn_aborted`): `interrupted/canceled`;
+  3. calls awaiting the user and no later prompt: `interrupted/consumer_stopped`,
+     note "awaiting the user: ...";
+  4. unanswered calls and no later prompt (the transcript really ends inside a call):
+     `interrupted/abandoned`, note "transcript ends inside tool call ...";
+  5. unanswered calls followed by a later prompt: `completed`, note "left with an
+     unknown tool outcome: ..." (kept as the source wrote it: the runtime fails closed
+     on it, docs/runtime.md §4-5);
+  6. anything else: `completed`.
 """
 
 from __future__ import annotations
@@ -22,10 +32,17 @@ from sessions_app.ingest.normalise import safe_failure_code, synthetic_time
 from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTodo, ParsedTurn
 from sessions_app.models import Session
 
+#: The note prefixes of the turn rule (one wording for every format).
+AWAITING_USER_NOTE = "awaiting the user: "
+ENDS_INSIDE_CALL_NOTE = "transcript ends inside tool call "
+UNKNOWN_OUTCOME_NOTE = "left with an unknown tool outcome: no result for tool call "
+ABANDONED_BRANCH_NOTE = "abandoned branch: the conversation was rewound past this turn"
+
 
 @dataclass(slots=True)
 class _TurnDraft:
     events: list[ParsedEvent] = field(default_factory=list)
+    prompt: ParsedEvent | None = None
     interrupt_note: str = ""
     failure_code: str = ""
     failure_stage: str = ""
@@ -71,6 +88,7 @@ class SessionBuilder:
                 self._preamble = []
             self._turns.append(draft)
             draft.events.append(event)
+            draft.prompt = event
         elif self._turns:
             self._turns[-1].events.append(event)
         else:
@@ -131,45 +149,37 @@ class SessionBuilder:
         last_answer: dict[str, int] = {}
         for index, draft in enumerate(self._turns):
             for event in draft.events:
-                if event.role == "tool":
+                if event.role == "tool" and event.archived_at is None:
                     last_answer[event.answered_call_id] = index
-        last = len(self._turns) - 1
+        # Global position of the last real prompt: a call before it was left behind.
+        position = 0
+        last_prompt = -1
+        for draft in self._turns:
+            for event in draft.events:
+                if event is draft.prompt and event.archived_at is None:
+                    last_prompt = position
+                position += 1
+        position = 0
         for index, draft in enumerate(self._turns):
             turn_id = f"{self.session_id}/turn-{index + 1:04d}"
             times = [e.created_at for e in draft.events]
             started = times[0] if times else synthetic_time(0)
             finished = max([started, *times])
-            pending: list[str] = []
-            dangling: list[str] = []
+            open_calls = _OpenCalls()
             for event in draft.events:
                 event.turn_id = turn_id
-                for call in event.tool_calls:
+                # Archived events (an abandoned rewind branch) are not in the conversation.
+                for call in event.tool_calls if event.archived_at is None else ():
                     call_id = str(call.get("id", ""))
-                    if last_answer.get(call_id, -1) >= index:
-                        continue
-                    if call_id in event.pending_call_ids:
-                        pending.append(call_id)
-                    else:
-                        dangling.append(call_id)
+                    if last_answer.get(call_id, -1) < index:
+                        open_calls.add(call_id, event, position < last_prompt)
+                position += 1
             turn = ParsedTurn(
                 id=turn_id, status="completed", started_at=started, finished_at=finished
             )
-            if draft.failure_code:
-                turn.status, turn.reason = "failed", "agent_error"
-                turn.failure_code, turn.failure_stage = draft.failure_code, draft.failure_stage
-                turn.status_note = draft.failure_note
-            elif draft.interrupt_note:
-                turn.status, turn.reason = "interrupted", "canceled"
-                turn.status_note = draft.interrupt_note
-            elif index == last and pending:
-                turn.status, turn.reason = "interrupted", "consumer_stopped"
-                turn.status_note = "waiting for approval of " + ", ".join(pending)
-            elif index == last and dangling:
-                turn.status, turn.reason = "interrupted", "abandoned"
-                turn.status_note = "transcript ends inside tool call " + ", ".join(dangling)
-            elif dangling:
-                turn.status_note = "no result for tool call " + ", ".join(dangling)
-            turn.status_note = turn.status_note[:500]
+            _decide(turn, draft, open_calls)
+            if draft.events and all(e.archived_at is not None for e in draft.events):
+                turn.status_note = ABANDONED_BRANCH_NOTE
             turns.append(turn)
             events.extend(draft.events)
         all_times = [e.created_at for e in events]
@@ -191,3 +201,45 @@ class SessionBuilder:
             todo_version=self.todo_version,
             todo_updated_at=self.todo_updated_at,
         )
+
+
+@dataclass(slots=True)
+class _OpenCalls:
+    """A turn's unanswered calls, split by the turn rule's cases."""
+
+    awaiting: list[str] = field(default_factory=list)
+    awaiting_left: list[str] = field(default_factory=list)
+    dangling: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+    def add(self, call_id: str, event: ParsedEvent, later_prompt: bool) -> None:
+        """File `call_id` of `event`: awaiting the user or not, a later prompt or not."""
+        if call_id in event.pending_call_ids:
+            (self.awaiting_left if later_prompt else self.awaiting).append(call_id)
+        else:
+            (self.left if later_prompt else self.dangling).append(call_id)
+
+
+def _decide(turn: ParsedTurn, draft: _TurnDraft, calls: _OpenCalls) -> None:
+    """Set `turn`'s outcome and note by the module's turn rule (first rule that applies)."""
+    if draft.failure_code:
+        turn.status, turn.reason = "failed", "agent_error"
+        turn.failure_code, turn.failure_stage = draft.failure_code, draft.failure_stage
+        turn.status_note = draft.failure_note
+    elif draft.interrupt_note:
+        turn.status, turn.reason = "interrupted", "canceled"
+        turn.status_note = draft.interrupt_note
+    elif calls.awaiting:
+        turn.status, turn.reason = "interrupted", "consumer_stopped"
+        turn.status_note = AWAITING_USER_NOTE + ", ".join(calls.awaiting)
+    elif calls.dangling:
+        turn.status, turn.reason = "interrupted", "abandoned"
+        turn.status_note = ENDS_INSIDE_CALL_NOTE + ", ".join(calls.dangling)
+    else:
+        notes = []
+        if calls.left:
+            notes.append(UNKNOWN_OUTCOME_NOTE + ", ".join(calls.left))
+        if calls.awaiting_left:
+            notes.append(AWAITING_USER_NOTE + ", ".join(calls.awaiting_left))
+        turn.status_note = "; ".join(notes)
+    turn.status_note = turn.status_note[:500]

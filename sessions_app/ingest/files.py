@@ -26,6 +26,7 @@ from sessions_app.ingest.parsed import ParseResult
 from sessions_app.ingest.redaction import redact_parse_result
 from sessions_app.ingest.registry import format_named
 from sessions_app.ingest.replace import plan_replacement
+from sessions_app.ingest.subagents import link_subagents
 from sessions_app.ingest.summary import ImportReport, file_totals
 from sessions_app.ingest.writer import delete_sessions, write_parsed_session
 from sessions_app.models import ImportedFile
@@ -37,16 +38,19 @@ SUFFIXES = (".jsonl", ".json")
 def transcript_files(paths: list[str]) -> list[tuple[Path, bool]]:
     """Files to import, in a stable order, each with `explicit` (named in `paths`).
 
-    Directories are walked recursively for *.jsonl and *.json. Raises FileNotFoundError
-    (naming the path) for a path that does not exist.
+    Directories are walked recursively for *.jsonl and *.json, a session file before the
+    folder of the same name (Claude Code's `<session>.jsonl` before its
+    `<session>/subagents/`). Raises FileNotFoundError (naming the path) for a path that
+    does not exist.
     """
     found: list[tuple[Path, bool]] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found.extend(
-                (p, False) for p in sorted(path.rglob("*")) if p.is_file() and p.suffix in SUFFIXES
-            )
+            files = [p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES]
+            # ("abc",) sorts before ("abc", "subagents", ...): the file before its folder.
+            files.sort(key=lambda p: (p.relative_to(path).with_suffix("").parts, p.suffix))
+            found.extend((p, False) for p in files)
         elif path.is_file():
             found.append((path, True))
         else:
@@ -190,6 +194,7 @@ def _import_file(path: Path, source_format: str, strict: bool, replace: bool) ->
         ImportedFile.objects.filter(pk__in=replacement.stale_records).delete()
         for parsed in result.sessions:
             write_parsed_session(parsed, str(path))
+        link_subagents(ids)
         ImportedFile.objects.create(
             sha256=digest, path=str(path), source_format=str(fmt), session_ids=ids
         )

@@ -120,6 +120,10 @@ class ParsedSession:
     # exported event id (mapped to the new id on write) and `user` / `recorded_by` a
     # username (None or unknown: no user).
     source_path: str | None = None
+    # A sub-agent's session names its parent session and, when known, the call that
+    # started it (`Session.parent_session_id`, `parent_call_id`).
+    parent_session_id: str = ""
+    parent_call_id: str = ""
     todo_changes: list[dict[str, Any]] = field(default_factory=list)
     tool_outcomes: list[dict[str, Any]] = field(default_factory=list)
 

@@ -10,12 +10,15 @@ import orjson
 from django.conf import settings
 from django.db import connection, models, transaction
 
+from agentops.runtime.model import Event as RuntimeEvent
+from agentops.runtime.session import Turn as RuntimeTurn
 from sessions_app.ingest.parsed import ParsedSession
 from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.signals import parsed_session_written
 from sessions_app.store import (
     EVENT_INSERT_COLUMNS,
     TURN_COLUMNS,
+    orphan_count,
     protocol_events,
     refresh_resume_status,
     resume_status,
@@ -170,6 +173,32 @@ def stored_source_path(parsed: ParsedSession, file_path: str) -> str:
     return stored_path(parsed.source_path if parsed.source_path is not None else file_path)
 
 
+def parsed_facts(parsed: ParsedSession) -> tuple[list[RuntimeTurn], list[RuntimeEvent]]:
+    """The turns (timeline order) and active events of a parsed session as runtime values,
+    as `refresh_resume_status` reads them back once written (positions for event ids)."""
+    sid = parsed.id
+    turns = sorted(
+        (turn_from_record(t, sid) for t in parsed.turns), key=lambda t: (t.started_at, t.id)
+    )
+    events = protocol_events(
+        sid,
+        (
+            (
+                position,
+                e.turn_id,
+                e.role,
+                e.tool_calls,
+                e.tool_response,
+                e.tool_call_id[:255],
+                e.author[:255],
+            )
+            for position, e in enumerate(parsed.events, start=1)
+            if e.deleted_at is None and e.archived_at is None
+        ),
+    )
+    return turns, events
+
+
 def parsed_resume_status(parsed: ParsedSession) -> tuple[int, bool]:
     """(open tool-protocol issue count, cannot_resume) of a parsed session, computed in
     memory with `sessions_app.store.resume_status` (docs/runtime.md §4-5), before it is written.
@@ -182,18 +211,7 @@ def parsed_resume_status(parsed: ParsedSession) -> tuple[int, bool]:
     pydantic.ValidationError for a turn status or event shape the runtime contract
     (docs/runtime.md) does not allow.
     """
-    sid = parsed.id
-    turns = sorted(
-        (turn_from_record(t, sid) for t in parsed.turns), key=lambda t: (t.started_at, t.id)
-    )
-    events = protocol_events(
-        sid,
-        (
-            (position, e.turn_id, e.role, e.tool_calls, e.tool_response, e.tool_call_id[:255])
-            for position, e in enumerate(parsed.events, start=1)
-            if e.deleted_at is None and e.archived_at is None
-        ),
-    )
+    turns, events = parsed_facts(parsed)
     return resume_status(turns, events)
 
 
@@ -211,9 +229,8 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
     (an agentops export) are written.
     """
     # Recorded outcomes change the status: those sessions are refreshed once written.
-    issue_count, cannot_resume = (
-        (0, False) if parsed.tool_outcomes else parsed_resume_status(parsed)
-    )
+    turns, facts = parsed_facts(parsed)
+    issue_count, cannot_resume = (0, False) if parsed.tool_outcomes else resume_status(turns, facts)
     with transaction.atomic():
         session = Session.objects.create(
             id=parsed.id,
@@ -227,6 +244,9 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
             updated_at=parsed.updated_at,
             protocol_issue_count=issue_count,
             cannot_resume=cannot_resume,
+            orphan_result_count=orphan_count(facts),
+            parent_session_id=parsed.parent_session_id,
+            parent_call_id=parsed.parent_call_id,
         )
         sid = session.id
         insert_rows(

@@ -10,33 +10,46 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from sessions_app.access import get_session_for_user
-from sessions_app.pages import presenters
+from sessions_app.pages.context_rows import compaction_facts, context_rows
 from sessions_app.projector import explain_product_projection
-from sessions_app.store import load_facts
+from sessions_app.store import load_archived_events, load_facts
 
 
 @require_GET
 def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/context/?page=: what the next turn's agent would be sent.
 
-    Runs the product projection (the runtime's default projection, docs/runtime.md §4, with recorded
-    tool outcomes closing their calls) on the stored facts and shows every stored event as
-    kept, dropped (running turn) or cut (unsafe suffix after an unanswered call), the
-    status notices and recorded outcomes in place, or the unknown-execution error.
-    Raises Http404 for a session the user may not see.
+    Runs the product projection (`sessions_app.projector`: the live history from the last
+    compaction on, recorded tool outcomes closing their calls, then the runtime's default
+    projection, docs/runtime.md §4) on the stored facts and shows every stored event as
+    kept, dropped (running turn), cut (unsafe suffix after an unanswered call),
+    compacted (summarised, not sent) or abandoned (a rewound branch, not sent), the
+    status notices and recorded outcomes in place, orphan results marked, or the
+    unknown-execution error. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
     turns, events = load_facts(session.id)
-    explanation = explain_product_projection(session.id, turns, events)
-    # Only one page of entries is rendered; by default the last one, which ends where the
+    product = explain_product_projection(session.id, turns, events)
+    explanation = product.explanation
+    rows = context_rows(product, load_archived_events(session.id))
+    # Only one page of rows is rendered; by default the last one, which ends where the
     # new user message would follow.
-    paginator = Paginator(explanation.entries, settings.AGENTOPS_EVENTS_PER_TURN_PAGE)
+    paginator = Paginator(rows, settings.AGENTOPS_EVENTS_PER_TURN_PAGE)
     page = paginator.get_page(request.GET.get("page") or paginator.num_pages)
+    awaiting = [
+        call
+        for issue in explanation.issues
+        for call in issue.tool_calls
+        if call.id in product.awaiting_user
+    ]
     context = {
         "session": session,
         "explanation": explanation,
+        "product": product,
         "page": page,
-        "entries": [presenters.projection_entry(entry) for entry in page],
+        "entries": list(page),
         "error": explanation.error,
+        "awaiting": awaiting,
+        "compaction": compaction_facts(product.compaction_raw),
     }
     return render(request, "sessions/context.html", context)

@@ -21,7 +21,7 @@ from agentops.runtime.protocol import ToolProtocolIssue
 from agentops.runtime.session import Turn
 from sessions_app.models import Event
 from sessions_app.pages.rendering import pretty_json, render_markdown
-from sessions_app.projector import OUTCOME_AUTHOR, RecordedOutcome
+from sessions_app.projector import COMPACTION_AUTHOR, OUTCOME_AUTHOR, RecordedOutcome
 
 
 @dataclass
@@ -54,12 +54,21 @@ class ToolCallView:
 
 @dataclass
 class EventView:
-    """An event ready to render: sanitised HTML of its text and its paired tool calls."""
+    """An event ready to render: sanitised HTML of its text and its paired tool calls.
+
+    `lineage` is "" for an event of the conversation, "compacted" for one before the
+    session's last compaction (summarised, not sent), "abandoned" for an archived one (a
+    rewound branch, not sent) and "compaction" for a compaction event, whose `compaction`
+    holds its facts (trigger, pre_tokens, summarised_events, summarised_up_to,
+    todo_carried).
+    """
 
     event: Event
     html: SafeString
     images: list[dict[str, Any]] = field(default_factory=list)
     calls: list[ToolCallView] = field(default_factory=list)
+    lineage: str = ""
+    compaction: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_state_only(self) -> bool:
@@ -82,12 +91,40 @@ def _message_html(event: Event) -> tuple[SafeString, list[dict[str, Any]]]:
     return mark_safe(render_markdown(event.text)), []
 
 
-def conversation(events: Sequence[Event]) -> list[EventView]:
-    """The events in order as EventViews, with tool results folded into their calls.
+@dataclass(frozen=True)
+class Compactions:
+    """A session's compaction events: `facts` by event id, and `last` (the id of the last
+    one that is not archived: events before it are compacted; 0 = none)."""
+
+    facts: dict[int, dict[str, Any]]
+    last: int = 0
+
+
+def last_compaction(session: Any) -> Compactions:
+    """The compactions of `session` (a `Session`), one query."""
+    rows = Event.objects.filter(
+        session=session, author=COMPACTION_AUTHOR, role=Event.Role.USER, deleted_at__isnull=True
+    ).values_list("id", "raw", "archived_at")
+    facts: dict[int, dict[str, Any]] = {}
+    last = 0
+    for event_id, raw, archived_at in rows:
+        value = raw.get("compaction") if isinstance(raw, dict) else None
+        facts[event_id] = value if isinstance(value, dict) else {}
+        if archived_at is None:
+            last = max(last, event_id)
+    return Compactions(facts=facts, last=last)
+
+
+def conversation(
+    events: Sequence[Event], compactions: Compactions | None = None
+) -> list[EventView]:
+    """The events in order as EventViews, with tool results folded into their calls and
+    their lineage marked (`compactions`: the session's, see `last_compaction`).
 
     A tool event is folded into the first earlier call in `events` with the same id that
     has no result yet; otherwise it stays in the list as a standalone result.
     """
+    compactions = compactions or Compactions(facts={})
     views: list[EventView] = []
     open_calls: dict[str, list[ToolCallView]] = {}
     for event in events:
@@ -98,6 +135,12 @@ def conversation(events: Sequence[Event]) -> list[EventView]:
                 continue
         html, images = _message_html(event)
         view = EventView(event=event, html=html, images=images)
+        if event.archived_at is not None:
+            view.lineage = "abandoned"
+        elif event.id in compactions.facts:
+            view.lineage, view.compaction = "compaction", compactions.facts[event.id]
+        elif event.id < compactions.last:
+            view.lineage = "compacted"
         pending = set(event.pending_call_ids or [])
         for call in event.tool_calls or []:
             call_view = ToolCallView(

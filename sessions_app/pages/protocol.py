@@ -1,5 +1,6 @@
-"""The tool-protocol page, GET /sessions/<id>/protocol/: every unanswered tool call of the
-active history, and the admins' form that records what became of one."""
+"""The tool-protocol page, GET /sessions/<id>/protocol/: every unanswered tool call and every
+orphan result of the live history, and the admins' form that records what became of a
+call."""
 
 from __future__ import annotations
 
@@ -9,27 +10,29 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from agentops.runtime.protocol import inspect_tool_protocol
+from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
 from sessions_app.access import get_session_for_user
 from sessions_app.models import Event, ToolOutcome
 from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
 from sessions_app.pages import presenters
-from sessions_app.projector import load_outcomes
+from sessions_app.projector import live_history, load_outcomes
 from sessions_app.roles import can_record_outcomes
 from sessions_app.store import load_facts
 
 
 @require_GET
 def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
-    """GET /sessions/<id>/protocol/: every tool-protocol issue of the active history.
+    """GET /sessions/<id>/protocol/: every tool-protocol issue of the live history (what the
+    product projector sends: from the last compaction on).
 
-    Each issue is an assistant event whose calls have no result (docs/runtime.md §5), with its
-    turn's
-    status; calls the source marked as awaiting approval are labelled pending. Raises
-    Http404 for a session the user may not see.
+    Each issue is an assistant event whose calls have no result (docs/runtime.md §5), with
+    its turn's status; calls the source marks as waiting for a person are labelled
+    *awaiting the user*. Orphan results (tool results that answer no call) are listed
+    beside them. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
-    turns, events = load_facts(session.id)
+    turns, stored = load_facts(session.id)
+    events = live_history(stored)
     issues = inspect_tool_protocol(events)
     turn_by_id = {turn.id: turn for turn in turns}
     pending = dict(
@@ -46,6 +49,11 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
             )
             for issue in issues
         ],
+        "orphans": [
+            (orphan, presenters.runtime_event(events[orphan.position]))
+            for orphan in inspect_orphan_results(events)
+        ],
+        "compacted": len(stored) - len(events),
         "can_record": can_record_outcomes(request.user),
         "outcome_choices": ToolOutcome.Outcome.choices,
     }

@@ -28,10 +28,10 @@ from sessions_app.pages.rendering import pretty_json
 
 def turns_with_event_counts(session: Session) -> QuerySet[Turn]:
     """The session's turns in timeline order (start time, then id), each annotated with
-    `event_count` (int or None: its active events), counted in a subquery."""
+    `event_count` (int or None: its events that are not deleted), counted in a subquery."""
+    # Archived events (an abandoned rewind branch) are shown, marked; deleted ones are not.
     event_count = (
-        Event.objects.active()
-        .filter(session=session, turn_id=OuterRef("id"))
+        Event.objects.filter(deleted_at__isnull=True, session=session, turn_id=OuterRef("id"))
         .order_by()
         .values("turn_id")
         .annotate(n=Count("id"))
@@ -64,6 +64,14 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     )
     context = {
         "session": session,
+        "parent": Session.objects.filter(pk=session.parent_session_id).first()
+        if session.parent_session_id
+        else None,
+        "subagents": list(
+            Session.objects.filter(parent_session_id=session.id)
+            .order_by("created_at", "id")
+            .only("id", "title", "parent_call_id", "created_at")
+        ),
         "page": page,
         "todos": todos,
         "todo_done": sum(1 for item in todos if item.status == "completed"),
@@ -88,14 +96,17 @@ def session_turns(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     """GET /sessions/<id>/turns/<turn_id>/events/?after=<event id>: one chunk of a turn's
-    events in conversation form, at most AGENTOPS_EVENTS_PER_TURN_PAGE, keyset-paginated.
+    events in conversation form, at most AGENTOPS_EVENTS_PER_TURN_PAGE, keyset-paginated;
+    events before the session's last compaction are marked compacted, archived ones
+    (an abandoned rewind branch) abandoned, a compaction shows its facts.
 
     `turn_id` "legacy" lists the active events that belong to no turn record (docs/runtime.md §2).
     An htmx request gets the `events` fragment; a plain request a page for that turn.
     Raises Http404 for an unknown turn or a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
-    events = Event.objects.active().filter(session=session)
+    # Archived events (an abandoned rewind branch) are shown, marked "abandoned".
+    events = Event.objects.filter(session=session, deleted_at__isnull=True)
     turn = None
     if turn_id == "legacy":
         events = events.exclude(turn_id__in=session.turns.values("id"))
@@ -109,11 +120,12 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
     chunk = list(events.defer("raw").order_by("id")[: limit + 1])
     more = len(chunk) > limit
     chunk = chunk[:limit]
+    compaction = presenters.last_compaction(session)
     context = {
         "session": session,
         "turn": turn,
         "turn_key": turn_id,
-        "items": presenters.conversation(chunk),
+        "items": presenters.conversation(chunk, compaction),
         "next_after": chunk[-1].id if more and chunk else None,
     }
     template = "sessions/turn_events.html"

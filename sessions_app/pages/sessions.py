@@ -22,7 +22,8 @@ def filter_sessions(
 
     `status` is matched against the latest turn's status, `app` against the app name,
     `query` searched in ids, titles, apps, users and source paths; `health` is
-    `cannot_resume` (the next run would be refused) or `open_calls` (any unanswered call).
+    `cannot_resume` (the next run would be refused), `open_calls` (any unanswered call) or
+    `orphans` (any tool result that answers no call).
     """
     if status in TURN_STATUSES:
         sessions = sessions.with_latest_turn_status(status)
@@ -34,6 +35,8 @@ def filter_sessions(
         sessions = sessions.filter(cannot_resume=True)
     elif health == "open_calls":
         sessions = sessions.filter(protocol_issue_count__gt=0)
+    elif health == "orphans":
+        sessions = sessions.filter(orphan_result_count__gt=0)
     return sessions
 
 

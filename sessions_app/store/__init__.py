@@ -18,7 +18,9 @@ from sessions_app.store.columns import (
 )
 from sessions_app.store.resume import (
     ProtocolFacts,
+    load_archived_events,
     load_facts,
+    orphan_count,
     protocol_events,
     refresh_resume_status,
     resume_status,
@@ -47,7 +49,9 @@ __all__ = [
     "event_from_row",
     "event_from_values",
     "json_row",
+    "load_archived_events",
     "load_facts",
+    "orphan_count",
     "postgres_conninfo",
     "protocol_events",
     "refresh_resume_status",

@@ -2,7 +2,9 @@
 
 `load_facts` reads the turns and active events the projector and the tool-protocol
 inspector take (docs/runtime.md §4-5); `resume_status` computes (open tool-protocol issue count,
-cannot_resume) from them; `refresh_resume_status` stores it on the session row, which the
+cannot_resume) from them and `orphan_count` the tool results that answer no call, both
+on the live history the product projector sends (`sessions_app.projector`: from the last
+compaction on); `refresh_resume_status` stores them on the session row, which the
 sessions list shows and filters on without loading every session's events.
 """
 
@@ -16,18 +18,20 @@ from pydantic import TypeAdapter
 from agentops.runtime import errors
 from agentops.runtime.model import Event
 from agentops.runtime.projection import ProjectionInput, project_default
-from agentops.runtime.protocol import inspect_tool_protocol
+from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
 from agentops.runtime.session import Turn
 from sessions_app import models
-from sessions_app.projector import RecordedOutcome, apply_tool_outcomes, load_outcomes
+from sessions_app.projector import RecordedOutcome, live_history, load_outcomes, product_history
 from sessions_app.store.columns import EVENT_RUNTIME_COLUMNS
 from sessions_app.store.rows import event_from_values, turn_from_row
 
 __all__ = [
     "ProtocolFacts",
+    "load_archived_events",
     "load_events",
     "load_facts",
     "load_turns",
+    "orphan_count",
     "protocol_events",
     "refresh_resume_status",
     "resume_status",
@@ -45,6 +49,19 @@ def load_events(session_id: str) -> list[Event]:
     rows = (
         models.Event.objects.active()
         .filter(session_id=session_id)
+        .order_by("id")
+        .values(*EVENT_RUNTIME_COLUMNS)
+    )
+    return [event_from_values(row) for row in rows]
+
+
+def load_archived_events(session_id: str) -> list[Event]:
+    """The session's archived events that are not deleted (an abandoned rewind branch of
+    an import, or archived history), in id order; one query. Never part of a context."""
+    rows = (
+        models.Event.objects.filter(
+            session_id=session_id, deleted_at__isnull=True, archived_at__isnull=False
+        )
         .order_by("id")
         .values(*EVENT_RUNTIME_COLUMNS)
     )
@@ -72,9 +89,10 @@ def resume_status(
     recorded tool outcomes keyed by (assistant event id, call id). Recorded outcomes close
     their calls first, as the product projector does; then the issue count is the runtime
     inspector's (docs/runtime.md §5) and cannot_resume says whether the default projection fails
-    (docs/runtime.md §4: the next run would be refused). No query.
+    (docs/runtime.md §4: the next run would be refused), both on the live history (from the
+    last compaction on, as the product projector sends it). No query.
     """
-    events = apply_tool_outcomes(events, outcomes or {})
+    _compacted, events = product_history(events, outcomes or {})
     issue_count = len(inspect_tool_protocol(events))
     try:
         project_default(ProjectionInput(turns=turns, events=events))
@@ -83,9 +101,16 @@ def resume_status(
     return issue_count, False
 
 
+def orphan_count(events: Sequence[Event]) -> int:
+    """How many tool results of the live history answer no call (docs/runtime.md §5,
+    orphans; `events` as for `resume_status`). No query."""
+    return len(inspect_orphan_results(live_history(events)))
+
+
 def refresh_resume_status(session_id: str) -> tuple[int, bool]:
     """Recompute and store the session's resume status (`resume_status` of the stored
-    turns, active events and recorded outcomes); returns it.
+    turns, active events and recorded outcomes) and its `orphan_count`; returns the
+    resume status.
 
     Call it inside the transaction that changed those facts. Four queries.
     """
@@ -96,20 +121,25 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
         models.Event.objects.active()
         .filter(session_id=session_id)
         .order_by("id")
-        .values_list("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id")
+        .values_list(
+            "id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id", "author"
+        )
     )
     events = protocol_events(session_id, rows)
     issue_count, cannot_resume = resume_status(turns, events, load_outcomes(session_id))
     models.Session.objects.filter(pk=session_id).update(
-        protocol_issue_count=issue_count, cannot_resume=cannot_resume
+        protocol_issue_count=issue_count,
+        cannot_resume=cannot_resume,
+        orphan_result_count=orphan_count(events),
     )
     return issue_count, cannot_resume
 
 
 ProtocolFacts = tuple[
-    int, str, str, Sequence[Mapping[str, Any]] | None, Mapping[str, Any] | None, str
+    int, str, str, Sequence[Mapping[str, Any]] | None, Mapping[str, Any] | None, str, str
 ]
-"""(event id, turn id, role, tool calls, tool response, tool call id) of one event."""
+"""(event id, turn id, role, tool calls, tool response, tool call id, author) of one event
+(the author tells a compaction event, `sessions_app.projector.COMPACTION_AUTHOR`)."""
 
 _EVENT_LIST = TypeAdapter(list[Event])
 
@@ -124,6 +154,7 @@ def protocol_events(session_id: str, facts: Iterable[ProtocolFacts]) -> list[Eve
                 "id": event_id,
                 "session_id": session_id,
                 "turn_id": turn_id,
+                "author": author,
                 "content": {
                     "role": role,
                     "tool_calls": tool_calls or (),
@@ -131,6 +162,6 @@ def protocol_events(session_id: str, facts: Iterable[ProtocolFacts]) -> list[Eve
                     "tool_call_id": tool_call_id,
                 },
             }
-            for event_id, turn_id, role, tool_calls, tool_response, tool_call_id in facts
+            for event_id, turn_id, role, tool_calls, tool_response, tool_call_id, author in facts
         ]
     )

@@ -113,3 +113,34 @@ def test_inspection_does_not_mutate_input() -> None:
     before = [e.model_dump() for e in events]
     inspect_tool_protocol(events)
     assert [e.model_dump() for e in events] == before
+
+
+def test_orphan_results_are_every_result_that_answers_no_call() -> None:
+    from agentops.runtime.protocol import inspect_orphan_results
+
+    events = [
+        user(id=1, turn="t1"),
+        result("x", id=2, turn="t1"),  # no call before it
+        assistant(calls=[call("a")], id=3, turn="t1"),
+        result("a", id=4, turn="t1"),
+        result("a", id=5, turn="t1"),  # duplicate
+        result("zzz", id=6, turn="t1"),  # unknown id
+        assistant(calls=[call("b")], id=7, turn="t1"),
+        result("b", id=8, turn="t2"),  # another turn
+    ]
+    orphans = inspect_orphan_results(events)
+    assert [(o.event_id, o.call_id, o.position) for o in orphans] == [
+        (2, "x", 1),
+        (5, "a", 4),
+        (6, "zzz", 5),
+        (8, "b", 7),
+    ]
+    # The dangling-call verdicts are unchanged: only the call of event 7 is unanswered.
+    assert [issue.event_id for issue in inspect_tool_protocol(events)] == [7]
+
+
+def test_all_calls_answered_has_no_orphan() -> None:
+    from agentops.runtime.protocol import inspect_orphan_results
+
+    events = [user(id=1), assistant(calls=[call("a")], id=2), result("a", id=3)]
+    assert inspect_orphan_results(events) == []

@@ -1,0 +1,86 @@
+"""The rows of the next-context page: the product projection (`sessions_app.projector`)
+with the compacted part, the abandoned branch and orphan results marked (presentation
+only; the rules are the runtime's and the projector's)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentops.runtime.model import Event
+from agentops.runtime.projection import EntryKind
+from sessions_app.pages.presenters import RuntimeEventView, runtime_event
+from sessions_app.projector import COMPACTION_AUTHOR, OUTCOME_AUTHOR, ProductExplanation
+
+#: The label of an orphan result, wherever it is shown.
+ORPHAN_LABEL = "orphan result: answers no tool call; providers reject a history holding it"
+
+
+@dataclass
+class ContextRow:
+    """One row: `kind` (kept, dropped, cut, notice, compacted or abandoned), why it is
+    there (`label`), its place in the context (`context_index`, 0-based, or None) and
+    whether it is an orphan result the context would send."""
+
+    kind: str
+    label: str
+    view: RuntimeEventView
+    context_index: int | None = None
+    orphan: bool = False
+
+
+def compaction_facts(raw: Any) -> dict[str, Any]:
+    """The facts of a compaction event's `raw` ({"compaction": {...}}), or {}."""
+    facts = raw.get("compaction") if isinstance(raw, dict) else None
+    return facts if isinstance(facts, dict) else {}
+
+
+def context_rows(product: ProductExplanation, abandoned: Sequence[Event]) -> list[ContextRow]:
+    """Every row of the page in conversation order: the compacted events (greyed), then
+    the runtime's explanation of the live history, with the stored events of abandoned
+    branches placed by id among them."""
+    rows: list[ContextRow] = []
+    compaction_id = product.compaction.id if product.compaction else 0
+    for event in product.compacted:
+        rows.append(
+            ContextRow(
+                kind="compacted",
+                label=f"compacted: summarised by the compaction at event {compaction_id}, not sent",
+                view=runtime_event(event),
+            )
+        )
+    orphan_ids = {orphan.event_id for orphan in product.orphans if orphan.event_id}
+    left = list(abandoned)
+    for entry in product.explanation.entries:
+        event = entry.event
+        while left and event.id and left[0].id < event.id:
+            rows.append(_abandoned(left.pop(0)))
+        label = entry.reason
+        if event.id == 0 and event.author == OUTCOME_AUTHOR:
+            label = "recorded tool outcome (not stored; closes the call)"
+        elif event.author == COMPACTION_AUTHOR and entry.kind is EntryKind.KEPT:
+            label = (
+                f"compaction summary: the agent resumes from here ({len(product.compacted)} "
+                "earlier events were summarised)"
+            )
+        orphan = event.id in orphan_ids
+        rows.append(
+            ContextRow(
+                kind=entry.kind.value,
+                label=f"{label}; {ORPHAN_LABEL}" if orphan else label,
+                view=runtime_event(event),
+                context_index=entry.context_index,
+                orphan=orphan,
+            )
+        )
+    rows.extend(_abandoned(event) for event in left)
+    return rows
+
+
+def _abandoned(event: Event) -> ContextRow:
+    return ContextRow(
+        kind="abandoned",
+        label="abandoned branch: the conversation was rewound past it; not sent",
+        view=runtime_event(event),
+    )
