@@ -19,8 +19,11 @@ class ImportRefusedError(ValueError):
     session id a URL cannot carry, a session that exists from another source (see
     `import_file`'s `replace`), JSON nested too deeply to read, an agentops export that
     does not fit its format (`sessions_app.export.format`), a value a format cannot hold
-    ("LINE: reason"), or a file that holds no session."""
+    (`line`: the message is then "PATH:LINE: reason"; 0 = the file as a whole), or a file
+    that holds no session."""
 
-    def __init__(self, path: Path | str, detail: str) -> None:
-        super().__init__(f"{path}: {detail}")
+    def __init__(self, path: Path | str, detail: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {detail}")
         self.path = path
+        self.line = line

@@ -131,7 +131,7 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
     except BAD_VALUE_ERRORS as exc:
         if isinstance(exc, UnknownFormatError | ImportRefusedError):
             raise
-        raise ImportRefusedError(path, bad_value_reason(exc)) from None
+        raise ImportRefusedError(path, bad_value_reason(exc), current_line()) from None
     check_parse_result(path, result, "\x00" in text or "\\u0000" in text or bool(database))
     result.source_format = fmt
     return result
@@ -147,10 +147,10 @@ def _database_format(path: Path, source_format: str) -> str | None:
 
 
 def bad_value_reason(exc: BaseException) -> str:
-    """One line for a value a parser could not read: "LINE: reason" (LINE from
-    `normalise.current_line`, 0 when not known)."""
+    """One line for a value a parser could not read (its line is
+    `normalise.current_line()`, 0 when not known)."""
     detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-    return f"{current_line()}: unreadable value ({type(exc).__name__}: {detail})"
+    return f"unreadable value ({type(exc).__name__}: {detail})"
 
 
 def check_parse_result(path: Path | str, result: ParseResult, may_hold_nul: bool) -> None:
@@ -167,9 +167,12 @@ def check_parse_result(path: Path | str, result: ParseResult, may_hold_nul: bool
         for parsed in result.sessions:
             replace_nul(parsed)
     for parsed in result.sessions:
-        problem = session_id_problem(parsed.id) or _non_finite(parsed)
+        problem = session_id_problem(parsed.id)
         if problem is not None:
             raise ImportRefusedError(path, problem)
+        problem = _non_finite(parsed)
+        if problem is not None:
+            raise ImportRefusedError(path, problem, 0)
 
 
 def _non_finite(parsed: ParsedSession) -> str | None:
@@ -185,9 +188,9 @@ def _non_finite(parsed: ParsedSession) -> str | None:
     for index, event in enumerate(parsed.events):
         fields = (event.tool_calls, event.tool_response, event.usage, event.state_delta, event.raw)
         if any(walk(f) for f in fields):
-            return f"0: event {index + 1} holds a number out of range (like 1e400)"
+            return f"event {index + 1} holds a number out of range (like 1e400)"
     if walk(parsed.state):
-        return "0: the session state holds a number out of range (like 1e400)"
+        return "the session state holds a number out of range (like 1e400)"
     return None
 
 
@@ -287,10 +290,10 @@ def store_result(
             )
     except (DataError, IntegrityError) as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise ImportRefusedError(path, f"0: the database refused a value ({detail})") from None
+        raise ImportRefusedError(path, f"the database refused a value ({detail})", 0) from None
     except BAD_VALUE_ERRORS as exc:
         # A shape the runtime contract does not allow (docs/runtime.md §1), e.g. a role.
         if isinstance(exc, ImportRefusedError):
             raise
-        raise ImportRefusedError(path, bad_value_reason(exc)) from None
+        raise ImportRefusedError(path, bad_value_reason(exc), 0) from None
     return report

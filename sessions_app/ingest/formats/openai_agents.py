@@ -42,7 +42,7 @@ from sessions_app.models import Session
 
 #: The newest RunState schema this importer reads.
 NEWEST_SCHEMA = "1.19"
-_VERSION_RE = re.compile(r"^(\d{1,4})\.(\d{1,4})$")
+_VERSION_RE = re.compile(r"^(\d{1,6})(?:\.(\d{1,6}))?$")
 #: Run item wrappers whose `raw_item` is a Responses item.
 RUN_ITEM_TYPES = frozenset(
     {
@@ -78,7 +78,7 @@ def schema_problem(version: Any) -> str | None:
     newest = tuple(int(p) for p in NEWEST_SCHEMA.split("."))
     if match is None:
         return f"RunState $schemaVersion {str(version)[:40]!r} is not a version like '1.13'"
-    if (int(match[1]), int(match[2])) > newest:
+    if (int(match[1]), int(match[2] or 0)) > newest:
         return (
             f"RunState $schemaVersion {version!r} is newer than the newest this importer "
             f"reads ({NEWEST_SCHEMA}); nothing was imported"
