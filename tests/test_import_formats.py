@@ -56,7 +56,7 @@ def test_adk_partial_chunks_are_never_stored_as_messages() -> None:
         ("assistant", "There was a fox"),
     ]
     merged = _events("adk-partials")[-1]
-    assert merged.raw["merged_partial_events"] == 2
+    assert isinstance(merged.raw, dict) and merged.raw["merged_partial_events"] == 2
 
 
 def test_adk_state_only_events_are_shown_but_never_projected() -> None:
