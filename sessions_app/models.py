@@ -96,6 +96,9 @@ class Session(models.Model):
         OPENAI_CHAT = "openai_chat", "OpenAI chat messages"
         OPENAI_AGENTS = "openai_agents", "OpenAI Agents SDK run state"
         AGENTOPS_EXPORT = "agentops_export", "agentops export"
+        ANTHROPIC_MESSAGES = "anthropic_messages", "Anthropic Messages"
+        OPENAI_RESPONSES = "openai_responses", "OpenAI Responses items"
+        ADK_DATABASE = "adk_database", "Google ADK session database"
 
     id = models.CharField(primary_key=True, max_length=255)
     app_name = models.CharField(max_length=255, db_index=True)

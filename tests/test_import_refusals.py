@@ -129,10 +129,16 @@ def test_another_file_with_the_same_session_id_is_refused(tmp_path: Path) -> Non
     assert Event.objects.filter(session_id="same-id", text="from a").exists()
 
 
-def test_a_changed_file_with_a_new_session_id_replaces_the_old_session(tmp_path: Path) -> None:
+def test_a_changed_file_with_a_new_session_id_replaces_the_old_session_with_replace(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "s.jsonl"
     import_file(_claude(path, "first-id"))
-    report = import_file(_claude(path, "second-id"))
+    # The new version no longer holds first-id: importing it would delete that history.
+    with pytest.raises(ImportRefusedError, match=r"no longer holds session\(s\) first-id"):
+        import_file(_claude(path, "second-id"))
+    assert list(Session.objects.values_list("id", flat=True)) == ["first-id"]
+    report = import_file(path, replace=True)
     assert report.replaced == ["first-id"]
     assert list(Session.objects.values_list("id", flat=True)) == ["second-id"]
 

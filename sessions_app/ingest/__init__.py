@@ -1,9 +1,11 @@
 """Transcript import: format detection, one parser per format, and `import_file`.
 
-Formats (shared/corpus/README.md): Claude Code JSONL, Codex CLI rollout JSONL, Google
-ADK session JSON (snake_case and camelCase), OpenAI chat-completions message lists
-(bare list or SWE-agent trajectory `history`), OpenAI Agents SDK RunState, and our own
-session export (`agentops.session-export/1`).
+Formats (shared/corpus/README.md, README "Import formats"): Claude Code JSONL, Codex CLI
+rollout JSONL, Google ADK session JSON (snake_case and camelCase) and `DatabaseSessionService`
+databases (SQLite file or PostgreSQL URL, schemas v0 and v1), Anthropic Messages lists,
+OpenAI chat-completions message lists (bare list or SWE-agent trajectory), OpenAI
+Responses-API item lists, OpenAI Agents SDK RunState, and our own session export
+(`agentops.session-export/1`).
 
 Where things are: `formats/` (one parser module per format, registered in detection
 order with `registry`), `detect` (which format a file is in), `parsed` (the normalised
@@ -19,7 +21,14 @@ from __future__ import annotations
 from sessions_app.ids import session_id_problem, turn_id_problem
 from sessions_app.ingest.detect import detect_format, undetectable_reason
 from sessions_app.ingest.errors import ImportRefusedError, UnknownFormatError
-from sessions_app.ingest.files import gc_paused, import_file, parse_file, transcript_files
+from sessions_app.ingest.files import (
+    gc_paused,
+    import_database_url,
+    import_file,
+    parse_file,
+    transcript_files,
+)
+from sessions_app.ingest.formats.adk_database import is_database_url
 from sessions_app.ingest.parsed import (
     ImportProblem,
     ParsedEvent,
@@ -48,7 +57,9 @@ __all__ = [
     "UnknownFormatError",
     "detect_format",
     "gc_paused",
+    "import_database_url",
     "import_file",
+    "is_database_url",
     "parse_file",
     "session_id_problem",
     "summary_line",

@@ -8,7 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import sessions_app.ingest.formats  # noqa: F401  (registers every format, in order)
-from sessions_app.ingest.registry import JsonDocumentFormat, JsonLinesFormat, registered_formats
+from sessions_app.ingest.registry import (
+    DatabaseFormat,
+    JsonDocumentFormat,
+    JsonLinesFormat,
+    registered_formats,
+)
 
 #: How many lines of a JSON Lines file detection reads before it gives up.
 DETECTION_LINES = 50
@@ -55,8 +60,9 @@ def detect_format(path: Path, text: str) -> str | None:
     JSONL (any line-per-record file): the first of the first 50 records that a JSON Lines
     format recognises decides (Codex: `type` session_meta / response_item / event_msg /
     turn_context and a `payload`; Claude Code: a Claude record type or `sessionId`). A
-    whole-file JSON document: an agentops export (`schema` key), RunState, ADK session, or
-    chat message list. The file name is only a tie-breaker (JSON first for `.json`, JSONL
+    whole-file JSON document: an agentops export (`schema` key), RunState, ADK session,
+    Anthropic Messages, Responses items or chat message list (a SQLite database is found
+    by its header, `parse_file`). The file name is only a tie-breaker (JSON first for `.json`, JSONL
     first otherwise). May raise RecursionError for JSON nested too deeply to read.
     """
     if path.suffix != ".json":
@@ -74,6 +80,9 @@ def undetectable_reason(path: Path) -> str | None:
     """Why `path` cannot be auto-detected, or None when it can: it cannot be read, is
     empty, holds JSON nested too deeply to read, or is in no supported format. Read as the
     import reads it (bytes that are not UTF-8 become U+FFFD)."""
+    for database in registered_formats():
+        if isinstance(database, DatabaseFormat) and database.looks_like_file(path):
+            return None  # its tables are checked when it is read
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -86,7 +95,8 @@ def undetectable_reason(path: Path) -> str | None:
         return "JSON nested too deeply to read"
     if fmt is None:
         return (
-            "unknown format (not Claude Code, Codex CLI, Google ADK, OpenAI chat messages, "
-            "Agents SDK RunState or an agentops export)"
+            "unknown format (not Claude Code, Codex CLI, Google ADK session or database, "
+            "Anthropic Messages, OpenAI chat messages or Responses items, Agents SDK "
+            "RunState or an agentops export)"
         )
     return None

@@ -10,36 +10,42 @@ from __future__ import annotations
 import dataclasses
 import gc
 import hashlib
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 
 from sessions_app.ids import session_id_problem
 from sessions_app.ingest.detect import detect_format
 from sessions_app.ingest.errors import ImportRefusedError, UnknownFormatError
-from sessions_app.ingest.normalise import synthetic_times_from
-from sessions_app.ingest.parsed import ParseResult
+from sessions_app.ingest.formats.adk_database import read_postgres, shown_url
+from sessions_app.ingest.normalise import at_line, current_line, synthetic_times_from
+from sessions_app.ingest.parsed import ParsedSession, ParseResult
 from sessions_app.ingest.redaction import redact_parse_result
-from sessions_app.ingest.registry import format_named
+from sessions_app.ingest.registry import DatabaseFormat, format_named, registered_formats
 from sessions_app.ingest.replace import plan_replacement
 from sessions_app.ingest.subagents import link_subagents
 from sessions_app.ingest.summary import ImportReport, file_totals
 from sessions_app.ingest.writer import delete_sessions, write_parsed_session
-from sessions_app.models import ImportedFile
+from sessions_app.models import ImportedFile, Session
 
-#: The file names a directory walk imports.
-SUFFIXES = (".jsonl", ".json")
+ADK_DATABASE = Session.SourceFormat.ADK_DATABASE
+
+#: The file names a directory walk imports (`.db`: ADK session databases).
+SUFFIXES = (".jsonl", ".json", ".db")
+#: Errors a parser raises on a value it did not expect: the file is refused in one line.
+BAD_VALUE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
 
 def transcript_files(paths: list[str]) -> list[tuple[Path, bool]]:
     """Files to import, in a stable order, each with `explicit` (named in `paths`).
 
-    Directories are walked recursively for *.jsonl and *.json, a session file before the
-    folder of the same name (Claude Code's `<session>.jsonl` before its
+    Directories are walked recursively for *.jsonl, *.json and *.db, a session file before
+    the folder of the same name (Claude Code's `<session>.jsonl` before its
     `<session>/subagents/`). Raises FileNotFoundError (naming the path) for a path that
     does not exist.
     """
@@ -109,10 +115,12 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
     UTF-8 are read as U+FFFD. Sources without timestamps get times from the file's
     modification time (`normalise.synthetic_time`).
     """
-    text = path.read_text(encoding="utf-8", errors="replace")
+    at_line(0)
     written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    database = _database_format(path, source_format)
+    text = "" if database else path.read_text(encoding="utf-8", errors="replace")
     try:
-        fmt = detect_format(path, text) if source_format == "auto" else source_format
+        fmt = database or (detect_format(path, text) if source_format == "auto" else source_format)
         if fmt is None:
             raise UnknownFormatError(path, "unknown format (not a supported transcript)")
         parser = format_named(fmt)
@@ -121,19 +129,73 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
         with gc_paused(), synthetic_times_from(written):
             result = parser.parse(path, text)
             # The one redaction point of every importer: before anything can be stored.
-            redact_parse_result(result, text)
+            redact_parse_result(result, text or None)
     except RecursionError:
         raise ImportRefusedError(path, "JSON nested too deeply to read") from None
+    except BAD_VALUE_ERRORS as exc:
+        if isinstance(exc, UnknownFormatError | ImportRefusedError):
+            raise
+        raise ImportRefusedError(path, bad_value_reason(exc), current_line()) from None
+    check_parse_result(path, result, "\x00" in text or "\\u0000" in text or bool(database))
+    result.source_format = fmt
+    return result
+
+
+def _database_format(path: Path, source_format: str) -> str | None:
+    """The name of the database format `path` is in (None: not a database file)."""
+    for fmt in registered_formats():
+        if isinstance(fmt, DatabaseFormat) and source_format in ("auto", fmt.name):
+            if fmt.looks_like_file(path):
+                return fmt.name
+    return None
+
+
+def bad_value_reason(exc: BaseException) -> str:
+    """One line for a value a parser could not read (its line is
+    `normalise.current_line()`, 0 when not known)."""
+    detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    return f"unreadable value ({type(exc).__name__}: {detail})"
+
+
+def check_parse_result(path: Path | str, result: ParseResult, may_hold_nul: bool) -> None:
+    """Refuse, with `ImportRefusedError`, a result with no session (saying why), a
+    session id that `session_id_problem` refuses, or a number no database column holds
+    (infinite: JSON's 1e400); replace NUL characters (`replace_nul`) when `may_hold_nul`."""
+    if not result.sessions:
+        reason = result.empty_reason or "no conversation in it"
+        if result.problems:
+            reason += f" ({len(result.problems)} lines skipped; first: {result.problems[0]})"
+        raise ImportRefusedError(path, f"no session found: {reason}; nothing was imported")
     # NUL may come as a raw byte or as the JSON escape; no other text can hold one.
-    if "\x00" in text or "\\u0000" in text:
+    if may_hold_nul:
         for parsed in result.sessions:
             replace_nul(parsed)
     for parsed in result.sessions:
         problem = session_id_problem(parsed.id)
         if problem is not None:
             raise ImportRefusedError(path, problem)
-    result.source_format = fmt
-    return result
+        problem = _non_finite(parsed)
+        if problem is not None:
+            raise ImportRefusedError(path, problem, 0)
+
+
+def _non_finite(parsed: ParsedSession) -> str | None:
+    def walk(value: Any) -> bool:
+        if isinstance(value, float):
+            return not math.isfinite(value)
+        if isinstance(value, dict):
+            return any(walk(v) for v in value.values())
+        if isinstance(value, list | tuple):
+            return any(walk(v) for v in value)
+        return False
+
+    for index, event in enumerate(parsed.events):
+        fields = (event.tool_calls, event.tool_response, event.usage, event.state_delta, event.raw)
+        if any(walk(f) for f in fields):
+            return f"event {index + 1} holds a number out of range (like 1e400)"
+    if walk(parsed.state):
+        return "the session state holds a number out of range (like 1e400)"
+    return None
 
 
 def import_file(
@@ -174,6 +236,38 @@ def _import_file(path: Path, source_format: str, strict: bool, replace: bool) ->
             session_ids=list(previous.session_ids),
         )
     result = parse_file(path, source_format)
+    return store_result(path, digest, result, strict=strict, replace=replace)
+
+
+def import_database_url(url: str, *, strict: bool = False, replace: bool = False) -> ImportReport:
+    """Import every session of an ADK `DatabaseSessionService` PostgreSQL database named by
+    `url` (`postgresql://...`, read-only), in ONE transaction, like `import_file` (the
+    URL without its password stands in for the path). Raises `ImportRefusedError` /
+    `UnknownFormatError` as `import_file` does."""
+    label = shown_url(url)
+    with gc_paused():
+        at_line(0)
+        result, digest = read_postgres(url)
+        redact_parse_result(result, None)
+        check_parse_result(label, result, True)
+        result.source_format = ADK_DATABASE
+        previous = ImportedFile.objects.filter(sha256=digest).first()
+        if previous is not None:
+            return ImportReport(
+                path=label,
+                source_format=previous.source_format,
+                status="already imported",
+                session_ids=list(previous.session_ids),
+            )
+        return store_result(label, digest, result, strict=strict, replace=replace)
+
+
+def store_result(
+    path: Path | str, digest: str, result: ParseResult, *, strict: bool, replace: bool
+) -> ImportReport:
+    """Write a parsed file's sessions in one transaction (the rules of `import_file`).
+    Raises `ImportRefusedError` for a replacement `plan_replacement` refuses or a value the
+    database refuses (nothing is written)."""
     fmt = result.source_format
     ids = [s.id for s in result.sessions]
     report = ImportReport(
@@ -187,15 +281,24 @@ def _import_file(path: Path, source_format: str, strict: bool, replace: bool) ->
     if strict and result.problems:
         report.status = "refused"
         return report
-    with transaction.atomic():
-        replacement = plan_replacement(path, result.sessions, replace)
-        report.replaced = replacement.session_ids
-        delete_sessions(report.replaced)
-        ImportedFile.objects.filter(pk__in=replacement.stale_records).delete()
-        for parsed in result.sessions:
-            write_parsed_session(parsed, str(path))
-        link_subagents(ids)
-        ImportedFile.objects.create(
-            sha256=digest, path=str(path), source_format=str(fmt), session_ids=ids
-        )
+    try:
+        with transaction.atomic():
+            replacement = plan_replacement(path, result.sessions, replace)
+            report.replaced = replacement.session_ids
+            delete_sessions(report.replaced)
+            ImportedFile.objects.filter(pk__in=replacement.stale_records).delete()
+            for parsed in result.sessions:
+                write_parsed_session(parsed, str(path))
+            link_subagents(ids)
+            ImportedFile.objects.create(
+                sha256=digest, path=str(path), source_format=str(fmt), session_ids=ids
+            )
+    except (DataError, IntegrityError) as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ImportRefusedError(path, f"the database refused a value ({detail})", 0) from None
+    except BAD_VALUE_ERRORS as exc:
+        # A shape the runtime contract does not allow (docs/runtime.md §1), e.g. a role.
+        if isinstance(exc, ImportRefusedError):
+            raise
+        raise ImportRefusedError(path, bad_value_reason(exc), 0) from None
     return report

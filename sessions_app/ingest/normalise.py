@@ -21,6 +21,8 @@ from sessions_app.ingest.parsed import ImportProblem, ParsedTodo
 
 SYNTHETIC_BASE = datetime(2000, 1, 1, tzinfo=UTC)
 _synthetic_base: ContextVar[datetime] = ContextVar("synthetic_base", default=SYNTHETIC_BASE)
+# The 1-based line `jsonl_objects` yielded last (0: none), for one-line refusals.
+_current_line: ContextVar[int] = ContextVar("current_line", default=0)
 
 # Runs of characters outside the runtime's failure-code alphabet
 # (`agentops.runtime.session.FAILURE_CODE_RE`), squeezed to "_" by `safe_failure_code`.
@@ -46,16 +48,30 @@ def synthetic_times_from(base: datetime) -> Iterator[None]:
         _synthetic_base.reset(token)
 
 
+def current_line() -> int:
+    """The 1-based line number `jsonl_objects` yielded last in this context (0: none,
+    e.g. a whole-file JSON document): where a parser was when a value failed."""
+    return _current_line.get()
+
+
+def at_line(number: int) -> None:
+    """Say which 1-based line a parser reads now (0: none) for `current_line`."""
+    _current_line.set(number)
+
+
 def parse_iso(value: Any) -> datetime | None:
     """An ISO 8601 string ("...Z" or with offset) or epoch seconds as an aware UTC datetime.
 
-    Returns None for anything else (missing, empty, unparsable). Naive values are taken
-    as UTC.
+    Returns None for anything else (missing, empty, unparsable, out of the range a
+    datetime holds: years 1-9999). Naive values are taken as UTC.
     """
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return datetime.fromtimestamp(float(value), tz=UTC)
+        try:
+            return datetime.fromtimestamp(float(value), tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -65,7 +81,10 @@ def parse_iso(value: Any) -> datetime | None:
         return None
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        return None
 
 
 def jsonl_objects(
@@ -77,6 +96,7 @@ def jsonl_objects(
     "not a JSON object (got <type>)") and skipped. `name` is the file named in problems.
     """
     for number, line in enumerate(text.splitlines(), start=1):
+        _current_line.set(number)
         if not line.strip():
             continue
         try:

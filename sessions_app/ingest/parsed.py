@@ -155,8 +155,12 @@ class ParsedSession:
 
 @dataclass(slots=True)
 class ParseResult:
-    """What a parser returns: sessions found, and the lines it skipped (with reasons)."""
+    """What a parser returns: sessions found, and the lines it skipped (with reasons).
+
+    `empty_reason`: when there is no session, why (said in the refusal), "" for the
+    generic reason."""
 
     sessions: list[ParsedSession]
     problems: list[ImportProblem] = field(default_factory=list)
     source_format: str = ""
+    empty_reason: str = ""

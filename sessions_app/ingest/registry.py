@@ -2,9 +2,10 @@
 
 A format is one parser module under `ingest/formats/` that defines one `Format` object;
 `ingest/formats/__init__.py` registers them in detection order. A format is either
-JSON Lines (`JsonLinesFormat`: one record per line; detection looks at single records)
-or one JSON document (`JsonDocumentFormat`: detection looks at the decoded document).
-Both parse the file's whole text into a `ParseResult` (`Format.parse`).
+JSON Lines (`JsonLinesFormat`: one record per line; detection looks at single records),
+one JSON document (`JsonDocumentFormat`: detection looks at the decoded document), or a
+database file (`DatabaseFormat`: detection looks at the file's header). Each parses a
+file into a `ParseResult` (`Format.parse`).
 """
 
 from __future__ import annotations
@@ -56,11 +57,25 @@ class JsonDocumentFormat:
         return self.parse_document(path, data)
 
 
+@dataclass(frozen=True, slots=True)
+class DatabaseFormat:
+    """A database file format (SQLite): `looks_like_file(path)` checks the file's header;
+    `parse_path(path)` reads it (read-only) into sessions."""
+
+    name: str
+    looks_like_file: Callable[[Path], bool]
+    parse_path: Callable[[Path], ParseResult]
+
+    def parse(self, path: Path, text: str) -> ParseResult:
+        """Read the database at `path` (`text` is not used)."""
+        return self.parse_path(path)
+
+
 #: One supported transcript format. `name` is its `Session.SourceFormat` value;
 #: `parse(path, text)` reads the file's whole text and returns its sessions and problems
 #: (raising `UnknownFormatError` when the text is not in this format, `ImportRefusedError`
 #: when it is but cannot be imported as it is).
-Format = JsonLinesFormat | JsonDocumentFormat
+Format = JsonLinesFormat | JsonDocumentFormat | DatabaseFormat
 
 _formats: dict[str, Format] = {}
 

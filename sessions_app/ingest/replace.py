@@ -1,9 +1,11 @@
 """What an import replaces: the replace rules of `import_file`.
 
 A changed version of a file replaces its sessions: sessions imported from the same path
-are deleted (also those the new version no longer holds) and the new ones written. A
-session id that exists from another source (another file, the runtime, the demo) refuses
-the file, unless the caller asks to replace such sessions.
+are deleted and the new ones written. When that would lose history (a session the new
+version no longer holds, or one that now holds fewer events than are stored), the file is
+refused unless the caller asks to replace. A session id that exists from another source
+(another file, the runtime, the demo) refuses the file, unless the caller asks to replace
+such sessions.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.db.models import Count
+
 from sessions_app.ingest.errors import ImportRefusedError
 from sessions_app.ingest.parsed import ParsedSession
 from sessions_app.ingest.writer import stored_path, stored_source_path
-from sessions_app.models import ImportedFile, Session
+from sessions_app.models import Event, ImportedFile, Session
 
 
 @dataclass(slots=True)
@@ -37,12 +41,13 @@ def _origin(source_format: str, source_path: str) -> str:
     return f"{label}, {source_path}" if source_path else label
 
 
-def plan_replacement(path: Path, sessions: list[ParsedSession], replace: bool) -> Replacement:
+def plan_replacement(path: Path | str, sessions: list[ParsedSession], replace: bool) -> Replacement:
     """The sessions and import records that importing `sessions` from `path` replaces.
 
-    Call inside the import's transaction. Raises `ImportRefusedError` when a session id
-    exists from another source (another file, the runtime, the demo) and `replace` is
-    not set.
+    Call inside the import's transaction. Raises `ImportRefusedError`, unless `replace`
+    is set, when a session id exists from another source (another file, the runtime, the
+    demo), or when the import would drop stored history: a session an older version of
+    this file held that this one does not, or fewer events than are stored.
     """
     ids = [s.id for s in sessions]
     sources = {s.id: stored_source_path(s, str(path)) for s in sessions}
@@ -73,7 +78,37 @@ def plan_replacement(path: Path, sessions: list[ParsedSession], replace: bool) -
             "id", flat=True
         )
     )
+    if not replace:
+        _refuse_lost_history(path, sessions, [i for i, _f, _p in existing], dropped_here)
     return Replacement(
         session_ids=[i for i, _f, _p in existing] + sorted(dropped_here),
         stale_records=[f.pk for f in stale],
     )
+
+
+def _refuse_lost_history(
+    path: Path | str, sessions: list[ParsedSession], existing: list[str], dropped: list[str]
+) -> None:
+    """Raise `ImportRefusedError` when replacing `existing` (and deleting `dropped`) would
+    lose stored events."""
+    if dropped:
+        raise ImportRefusedError(
+            path,
+            f"this version no longer holds session(s) {', '.join(sorted(dropped))[:300]}; "
+            "importing it would delete them: nothing was imported (use --replace)",
+        )
+    stored = dict(
+        Event.objects.filter(session_id__in=existing)
+        .values_list("session_id")
+        .annotate(n=Count("id"))
+        .values_list("session_id", "n")
+    )
+    for parsed in sessions:
+        before = stored.get(parsed.id, 0)
+        if before > len(parsed.events):
+            raise ImportRefusedError(
+                path,
+                f"session {parsed.id!r} has {before} stored events and this version "
+                f"{len(parsed.events)}; importing it would drop {before - len(parsed.events)}: "
+                "nothing was imported (use --replace)",
+            )

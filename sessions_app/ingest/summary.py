@@ -27,10 +27,11 @@ class ImportReport:
     `status` is "imported", "already imported" or "refused" (strict mode and problems);
     `stats` holds per-file totals (sessions, turns, events, tool_calls, unanswered_calls,
     pending_calls, todo_items, skipped_lines); `replaced` lists the ids of sessions that
-    existed before and were replaced.
+    existed before and were replaced. `path` is the file (or the database URL without
+    its password).
     """
 
-    path: Path
+    path: Path | str
     source_format: str
     status: str
     problems: list[ImportProblem] = field(default_factory=list)

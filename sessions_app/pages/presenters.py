@@ -3,12 +3,22 @@
 `conversation()` pairs each tool call with the tool event that answers it (the first
 unanswered call with that id, docs/runtime.md §5), so a call and its result render together; tool
 events that answer no call in view are shown on their own.
+
+Tool results are shown by `result_display`: images inside a result (Anthropic image
+blocks, MCP / Gemini inline data, data: URLs, bare base64 of a PNG/JPEG/GIF/WebP) are
+taken out of the text and shown as images (a data: URL up to `IMAGE_INLINE_LIMIT`
+bytes) or as a placeholder with their size, never as base64 text; the text is cut at
+`RESULT_PREVIEW_CHARS` with a "show all" link that loads the whole value.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,6 +32,121 @@ from agentops.runtime.session import Turn
 from sessions_app.models import Event
 from sessions_app.pages.rendering import pretty_json, render_markdown
 from sessions_app.projector import COMPACTION_AUTHOR, OUTCOME_AUTHOR, RecordedOutcome
+
+#: Characters of a tool result shown before "show all".
+RESULT_PREVIEW_CHARS = 20_000
+#: Decoded bytes up to which an image in a tool result is shown inline (data: URL).
+IMAGE_INLINE_LIMIT = 512 * 1024
+#: Image types shown inline (no SVG: an image type that can carry markup).
+INLINE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_BASE64_MAGIC = {"iVBORw0KGgo": "image/png", "/9j/": "image/jpeg", "R0lGOD": "image/gif"}
+_BASE64_RE = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+_DATA_URL_RE = re.compile(r"^data:(image/[a-z0-9.+-]+);base64,(.*)$", re.S)
+
+
+@dataclass(frozen=True)
+class ResultImage:
+    """An image found in a tool result: its type, decoded size in bytes, and a data: URL
+    ("" when it is too large or of a type not shown inline)."""
+
+    mime_type: str
+    size: int
+    data_url: str
+
+    @property
+    def label(self) -> str:
+        """The placeholder text that stands in the result text for this image."""
+        return f"[image {self.mime_type or '?'}, {self.size / 1024:.1f} KB]"
+
+
+@dataclass(frozen=True)
+class ResultDisplay:
+    """A tool result as the page shows it: `text` with images replaced by placeholders,
+    and the `images`."""
+
+    text: str
+    images: list[ResultImage]
+
+    @property
+    def preview(self) -> str:
+        """The first `RESULT_PREVIEW_CHARS` characters of the text."""
+        return self.text[:RESULT_PREVIEW_CHARS]
+
+    @property
+    def cut(self) -> bool:
+        """True when `preview` is not the whole text."""
+        return len(self.text) > RESULT_PREVIEW_CHARS
+
+
+def _image(mime_type: str, data: str) -> ResultImage:
+    compact = "".join(data.split())
+    size = len(compact) * 3 // 4
+    shown = mime_type in INLINE_TYPES and size <= IMAGE_INLINE_LIMIT
+    if shown:
+        try:
+            base64.b64decode(compact, validate=True)
+        except (binascii.Error, ValueError):
+            shown = False
+    url = f"data:{mime_type};base64,{compact}" if shown else ""
+    return ResultImage(mime_type=mime_type, size=size, data_url=url)
+
+
+def _as_image(value: Any) -> ResultImage | None:
+    """The image `value` is (a block, inline data, a data: URL or bare base64), or None."""
+    if isinstance(value, str):
+        match = _DATA_URL_RE.match(value)
+        if match:
+            return _image(match[1], match[2])
+        if len(value) >= 256 and _BASE64_RE.match(value[:4096]):
+            for magic, mime_type in _BASE64_MAGIC.items():
+                if value.startswith(magic):
+                    return _image(mime_type, value)
+        return None
+    if not isinstance(value, dict):
+        return None
+    source = value.get("source")
+    if value.get("type") == "image" and isinstance(source, dict):
+        if isinstance(source.get("data"), str):
+            return _image(str(source.get("media_type") or ""), source["data"])
+    inline = value.get("inline_data", value.get("inlineData"))
+    if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+        mime_type = str(inline.get("mime_type", inline.get("mimeType")) or "")
+        if mime_type.startswith("image/"):
+            return _image(mime_type, inline["data"])
+    if value.get("type") == "image" and isinstance(value.get("data"), str):
+        return _image(str(value.get("mimeType", value.get("mime_type")) or ""), value["data"])
+    return None
+
+
+def split_images(
+    value: Any, images: list[ResultImage] | None = None
+) -> tuple[Any, list[ResultImage]]:
+    """`value` with every image in it replaced by its placeholder text, and the images
+    (in order)."""
+    found = images if images is not None else []
+    image = _as_image(value)
+    if image is not None:
+        found.append(image)
+        return image.label, found
+    if isinstance(value, dict):
+        return {k: split_images(v, found)[0] for k, v in value.items()}, found
+    if isinstance(value, list):
+        return [split_images(v, found)[0] for v in value], found
+    return value, found
+
+
+def result_display(event: Event) -> ResultDisplay:
+    """How the page shows the tool result `event`: the error, the result value (JSON
+    unless a string), or the text, with images taken out (`split_images`)."""
+    response = event.tool_response
+    if response:
+        value = response.get("error") if "error" in response else response.get("result")
+    else:
+        value = event.text
+    clean, images = split_images(value)
+    return ResultDisplay(
+        text=clean if isinstance(clean, str) else pretty_json(clean), images=images
+    )
 
 
 @dataclass
@@ -42,14 +167,13 @@ class ToolCallView:
 
     @property
     def result_text(self) -> str:
-        """The result as text: the error, the result value (JSON unless a string), or text."""
-        if self.result is None:
-            return ""
-        response = self.result.tool_response
-        if response:
-            value = response.get("error") if "error" in response else response.get("result")
-            return value if isinstance(value, str) else pretty_json(value)
-        return self.result.text
+        """The result as text (`result_display`: images as placeholders)."""
+        return self.display.text if self.result is not None else ""
+
+    @cached_property
+    def display(self) -> ResultDisplay:
+        """The result as shown (`result_display`); empty when there is no result."""
+        return result_display(self.result) if self.result else ResultDisplay("", [])
 
 
 @dataclass
@@ -80,6 +204,11 @@ class EventView:
     @property
     def usage(self) -> dict[str, Any] | None:
         return self.event.usage or None
+
+    @cached_property
+    def display(self) -> ResultDisplay:
+        """A standalone tool result as shown (`result_display`)."""
+        return result_display(self.event)
 
 
 def _message_html(event: Event) -> tuple[SafeString, list[dict[str, Any]]]:
@@ -187,11 +316,12 @@ def runtime_event(event: RuntimeEvent) -> RuntimeEventView:
     summary = ""
     if content.tool_response is not None:
         response = content.tool_response
-        value = response.error if response.is_error else response.result
+        value, _images = split_images(response.error if response.is_error else response.result)
         summary = value if isinstance(value, str) else pretty_json(value)
     elif content.role == "tool":
         # A plain tool result (tool_call_id + text, docs/runtime.md §1): its value is the text.
-        summary, text = text, ""
+        plain, _images = split_images(text)
+        summary, text = str(plain), ""
     return RuntimeEventView(
         event=event,
         html=mark_safe(render_markdown(text)),  # sanitised by nh3

@@ -139,11 +139,20 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
 def event_raw(request: HtmxHttpRequest, session_id: str, event_id: int) -> HttpResponse:
     """GET /sessions/<id>/events/<event_id>/raw/: the stored event and its source record.
 
-    htmx gets a `<pre>` fragment; a plain request gets the JSON document itself. Raises
+    htmx gets a `<pre>` fragment; a plain request gets the JSON document itself. With
+    `?value=result`: the event's whole tool result as the page shows it (images as
+    placeholders; `presenters.result_display`), as a `<pre>` fragment or plain text. Raises
     Http404 for an unknown event or a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
     event = get_object_or_404(Event, session=session, pk=event_id)
+    if request.GET.get("value") == "result":
+        # The whole tool result (images as placeholders): the page's "show all".
+        display = presenters.result_display(event)
+        if request.htmx:
+            context = {"d": display, "result_id": event.id, "session": session}
+            return render(request, "sessions/turn_events.html#full_result", context)
+        return HttpResponse(display.text, content_type="text/plain; charset=utf-8")
     document = {"event": event.as_dict(), "source": event.raw}
     if request.htmx:
         return render(

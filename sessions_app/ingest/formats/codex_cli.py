@@ -27,6 +27,7 @@ from typing import Any
 
 from sessions_app.ingest.builder import SessionBuilder
 from sessions_app.ingest.normalise import (
+    at_line,
     coerce_todos,
     first_line,
     jsonl_objects,
@@ -55,6 +56,14 @@ def _message_text(content: Any) -> str:
         for part in content
         if isinstance(part, dict) and part.get("type") in ("input_text", "output_text", "text")
     )
+
+
+_USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
+
+
+def _is_count(value: Any) -> bool:
+    """True for a token count: a non-negative whole number below 2**53."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
 
 
 def _decode_output(output: Any) -> Any:
@@ -103,21 +112,24 @@ def parse_codex_cli(path: Path, text: str) -> ParseResult:
         return builder.add(event)
 
     for index, (number, stamp, record, payload) in enumerate(items):
+        at_line(number)
         at = parse_iso(stamp) or synthetic_time(index)
         kind, ptype = record["type"], payload.get("type")
         if kind == "event_msg":
             if ptype == "token_count":
                 info = payload.get("info") or {}
                 last = info.get("last_token_usage") if isinstance(info, dict) else None
-                if isinstance(last, dict):
-                    prompt = int(last.get("input_tokens") or 0)
-                    completion = int(last.get("output_tokens") or 0)
+                counts = [last.get(k) or 0 for k in _USAGE_KEYS] if isinstance(last, dict) else []
+                if isinstance(last, dict) and all(_is_count(c) for c in counts):
+                    prompt, completion, total = (int(c) for c in counts)
                     pending_usage = {
                         "prompt_tokens": prompt,
                         "completion_tokens": completion,
-                        "total_tokens": int(last.get("total_tokens") or prompt + completion),
+                        "total_tokens": total or prompt + completion,
                         "details": last,
                     }
+                elif isinstance(last, dict):
+                    problems.append(ImportProblem(name, number, "token counts are not numbers"))
             elif ptype == "turn_aborted":
                 reason = payload.get("reason") or "aborted"
                 builder.interrupt(f"turn_aborted ({reason}) at line {number}")
@@ -191,7 +203,7 @@ def parse_codex_cli(path: Path, text: str) -> ParseResult:
         assistant_event(parse_iso(items[-1][1]) or synthetic_time(len(items)), {}, "")
 
     if not items:
-        return ParseResult(sessions=[], problems=problems)
+        return ParseResult(sessions=[], problems=problems, empty_reason="no rollout record")
     return ParseResult(
         sessions=[
             builder.build(
@@ -206,6 +218,11 @@ def parse_codex_cli(path: Path, text: str) -> ParseResult:
         if builder.events
         else [],
         problems=problems,
+        empty_reason=(
+            "no response_item record (Codex writes the conversation as response_items; "
+            f"this file has only {', '.join(sorted({r['type'] for _n, _s, r, _p in items}))} "
+            "records)"
+        ),
     )
 
 

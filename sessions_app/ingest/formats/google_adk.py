@@ -13,10 +13,14 @@ Rules applied here:
   (name and order);
 - `function_response` parts become role tool events, one per response, result = response;
 - `long_running_tool_ids` -> `pending_call_ids` of the event holding those calls;
+- partial events (`partial: true`, streaming chunks) are never stored as messages: the
+  chunks before a final event of the same author and invocation are dropped (the final
+  event holds the whole text); chunks that no final event follows (the stream was cut)
+  are merged into one event at the place of the last chunk;
 - state-only events (no content, only `actions.state_delta`) are kept, because their
-  state delta is a fact of the session, as role assistant events with no text and the
-  source author: the dashboard shows them as state changes, never as empty messages, and
-  they carry nothing a model would read;
+  state delta is a fact of the session, as events with no content and the source author:
+  the dashboard shows them as state changes and the projection never sends them
+  (docs/runtime.md §4, `is_state_only`);
 - an event with `error_code` fails its turn (code made safe, stage provider, no message:
   provider text is never copied into a failure, docs/runtime.md §6); `interrupted: true` marks the
   turn interrupted/canceled.
@@ -32,7 +36,7 @@ from typing import Any
 
 from sessions_app.ingest.builder import SessionBuilder
 from sessions_app.ingest.normalise import first_line, normalise_arguments, parse_iso, synthetic_time
-from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
+from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParsedSession, ParseResult
 from sessions_app.ingest.registry import JsonDocumentFormat
 from sessions_app.models import Session
 
@@ -57,16 +61,71 @@ def looks_like_adk(data: Any) -> bool:
     )
 
 
+def _merged(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Partial chunks with no final event after them, as one event (texts joined)."""
+    text = "".join(
+        str(_get(part, "text") or "")
+        for chunk in chunks
+        for part in (_get(_get(chunk, "content") or {}, "parts") or [])
+        if isinstance(part, dict)
+    )
+    last = dict(chunks[-1])
+    last.pop("partial", None)
+    last["content"] = {"role": "model", "parts": [{"text": text}]}
+    last["merged_partial_events"] = len(chunks)
+    return last
+
+
+def collapse_partials(events: list[Any]) -> list[Any]:
+    """`events` without partial chunks (see the module docstring): chunks followed by a
+    final event of the same author and invocation are dropped, the rest merged."""
+    out: list[Any] = []
+    open_chunks: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for raw_event in events:
+        if not isinstance(raw_event, dict):
+            out.append(raw_event)
+            continue
+        key = (str(_get(raw_event, "author") or ""), str(_get(raw_event, "invocation_id") or ""))
+        if _get(raw_event, "partial") is True:
+            open_chunks.setdefault(key, []).append(raw_event)
+            continue
+        if key in open_chunks and _get(raw_event, "content"):
+            del open_chunks[key]
+        out.append(raw_event)
+    if not open_chunks:
+        return out
+    # Each merged event goes where its last chunk was: after the kept events before it.
+    position = {id(e): i for i, e in enumerate(events)}
+    for chunks in open_chunks.values():
+        last = position[id(chunks[-1])]
+        before = sum(1 for e in out if position.get(id(e), -1) < last)
+        out.insert(before, _merged(chunks))
+    return out
+
+
 def parse_google_adk(path: Path, data: Any) -> ParseResult:
     """Parse one decoded ADK session document (see the module docstring for the rules)."""
-    name = str(path)
     problems: list[ImportProblem] = []
-    session_id = str(data.get("id") or path.stem)
+    parsed = adk_session(str(path), data, problems, Session.SourceFormat.GOOGLE_ADK, path.stem)
+    return ParseResult(sessions=[parsed] if parsed else [], problems=problems)
+
+
+def adk_session(
+    name: str,
+    data: dict[str, Any],
+    problems: list[ImportProblem],
+    source_format: Session.SourceFormat,
+    default_id: str,
+) -> ParsedSession | None:
+    """One ADK session (`Session.model_dump()` shape, either spelling) as a
+    `ParsedSession`, or None when it holds no event; problems go to `problems` (`name`
+    is the file or database named in them)."""
+    session_id = str(data.get("id") or default_id)
     builder = SessionBuilder(session_id)
     open_calls: dict[str, deque[str]] = defaultdict(deque)
     first_prompt = ""
 
-    for index, raw_event in enumerate(data["events"]):
+    for index, raw_event in enumerate(collapse_partials(list(data["events"]))):
         if not isinstance(raw_event, dict):
             problems.append(ImportProblem(name, 0, f"events[{index}] is not an object"))
             continue
@@ -77,7 +136,8 @@ def parse_google_adk(path: Path, data: Any) -> ParseResult:
         parts = _get(content, "parts") or []
         actions = _get(raw_event, "actions") or {}
         state_delta = _get(actions, "state_delta") or {}
-        long_running = [str(x) for x in (_get(raw_event, "long_running_tool_ids") or [])]
+        long_ids = _get(raw_event, "long_running_tool_ids") or []
+        long_running = [str(x) for x in long_ids] if isinstance(long_ids, list) else []
 
         texts: list[str] = []
         thoughts: list[str] = []
@@ -127,6 +187,18 @@ def parse_google_adk(path: Path, data: Any) -> ParseResult:
         text = "\n\n".join(texts)
         if responses and not (texts or calls):
             pass
+        elif not (texts or thoughts or calls):
+            # A state-only event (or one with nothing readable): kept, never sent.
+            builder.add(
+                ParsedEvent(
+                    role="assistant" if author != "user" else "user",
+                    created_at=at,
+                    author=author,
+                    source_id=event_id,
+                    state_delta=state_delta if isinstance(state_delta, dict) else {},
+                    raw=raw_event,
+                )
+            )
         elif author == "user" and not calls:
             builder.add(
                 ParsedEvent(
@@ -163,19 +235,16 @@ def parse_google_adk(path: Path, data: Any) -> ParseResult:
         if _get(raw_event, "interrupted"):
             builder.interrupt(f"event {event_id} is marked interrupted")
 
+    if not builder.events:
+        return None
     state = data.get("state") if isinstance(data.get("state"), dict) else {}
-    return ParseResult(
-        sessions=[
-            builder.build(
-                app_name=str(_get(data, "app_name") or "google-adk"),
-                user_id=str(_get(data, "user_id") or ""),
-                title=first_line(first_prompt) or session_id,
-                state=json.loads(json.dumps(state)),
-                source_format=Session.SourceFormat.GOOGLE_ADK,
-                updated_at=parse_iso(_get(data, "last_update_time")),
-            )
-        ],
-        problems=problems,
+    return builder.build(
+        app_name=str(_get(data, "app_name") or "google-adk"),
+        user_id=str(_get(data, "user_id") or ""),
+        title=first_line(first_prompt) or session_id,
+        state=json.loads(json.dumps(state)),
+        source_format=source_format,
+        updated_at=parse_iso(_get(data, "last_update_time")),
     )
 
 

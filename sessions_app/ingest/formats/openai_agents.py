@@ -1,29 +1,66 @@
-"""OpenAI Agents SDK saved RunState.
+"""OpenAI Agents SDK saved RunState (`RunState.to_json()`, schemas 1.0 to 1.19).
 
-Format notes (shared/corpus/README.md, "openai-agents-sdk"): `original_input` (a string
-or a list of input items) is the user turn; `session_items` (else `generated_items`)
-hold `message_output_item`, `tool_call_item`, `tool_call_output_item`, `reasoning_item`;
-`tool_approval_item`s and `current_step.data.interruptions[]` name the calls awaiting
-human approval: they go to `Event.pending_call_ids` (pending, never shown as broken).
-Only conversation items are kept in `raw`; the rest of the state (context, sandbox
-configuration with possible credentials) is never stored.
+Format notes (shared/corpus/README.md, "openai-agents-sdk"; the SDK's `run_state.py`):
+`$schemaVersion`, `current_agent{name}`, `original_input` (a string or a list of
+Responses input items: the user turn), `session_items` (else `generated_items`) of run
+items, `pending_input` (1.15+: input the run holds for its next model call) and
+`current_step` (`next_step_interruption` with `data.interruptions[]`).
 
-The shape has no timestamps: event `i` gets `synthetic_time(i)` (`ingest.normalise`: the
-file's modification time plus `i` seconds). The session id is derived from the file name
-(`openai-agents:<name>`), so a new version of the same file replaces the old import.
+Run item types (the SDK's item deserialiser): `message_output_item`, `tool_call_item`,
+`tool_call_output_item`, `reasoning_item`, `handoff_call_item`, `handoff_output_item`,
+`tool_search_call_item`, `tool_search_output_item`, `mcp_list_tools_item`,
+`mcp_approval_request_item`, `mcp_approval_response_item`, `compaction_item`,
+`input_item` and `tool_approval_item`. Each `raw_item` is a Responses item, read by
+`responses_items.ResponsesReader` (function, custom, computer, shell, apply_patch,
+MCP, tool-search and `program` calls with their outputs, ...). `tool_approval_item`s and
+the step's interruptions name the calls awaiting a person's approval: they go to
+`Event.pending_call_ids` (pending, never shown as broken). `pending_session_write` (a
+write to the SDK session that had not completed when the state was saved) is kept in the
+session state and shown as a state change. Only conversation items are kept in `raw`;
+the rest of the state (context, sandbox configuration with possible credentials) is
+never stored.
+
+A `$schemaVersion` newer than `NEWEST_SCHEMA` is refused (the SDK itself fails fast on
+newer snapshots). The shape has no timestamps: event `i` gets `synthetic_time(i)`. The
+session id is derived from the file name (`openai-agents:<name>`).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from sessions_app.ingest.builder import SessionBuilder
-from sessions_app.ingest.formats.openai_chat import file_stem, message_text
-from sessions_app.ingest.normalise import first_line, normalise_arguments, synthetic_time
-from sessions_app.ingest.parsed import ParsedEvent, ParseResult
+from sessions_app.ingest.errors import ImportRefusedError
+from sessions_app.ingest.formats.openai_chat import file_stem
+from sessions_app.ingest.formats.responses_items import ResponsesReader
+from sessions_app.ingest.normalise import first_line, synthetic_time
+from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
 from sessions_app.ingest.registry import JsonDocumentFormat
 from sessions_app.models import Session
+
+#: The newest RunState schema this importer reads.
+NEWEST_SCHEMA = "1.19"
+_VERSION_RE = re.compile(r"^(\d{1,6})(?:\.(\d{1,6}))?$")
+#: Run item wrappers whose `raw_item` is a Responses item.
+RUN_ITEM_TYPES = frozenset(
+    {
+        "message_output_item",
+        "tool_call_item",
+        "tool_call_output_item",
+        "reasoning_item",
+        "handoff_call_item",
+        "handoff_output_item",
+        "tool_search_call_item",
+        "tool_search_output_item",
+        "mcp_list_tools_item",
+        "mcp_approval_request_item",
+        "mcp_approval_response_item",
+        "compaction_item",
+        "input_item",
+    }
+)
 
 
 def looks_like_run_state(data: Any) -> bool:
@@ -33,11 +70,54 @@ def looks_like_run_state(data: Any) -> bool:
     )
 
 
+def schema_problem(version: Any) -> str | None:
+    """Why a `$schemaVersion` cannot be read (None: it can, or it is absent)."""
+    if version is None:
+        return None
+    match = _VERSION_RE.match(str(version)) if isinstance(version, str | int | float) else None
+    newest = tuple(int(p) for p in NEWEST_SCHEMA.split("."))
+    if match is None:
+        return f"RunState $schemaVersion {str(version)[:40]!r} is not a version like '1.13'"
+    if (int(match[1]), int(match[2] or 0)) > newest:
+        return (
+            f"RunState $schemaVersion {version!r} is newer than the newest this importer "
+            f"reads ({NEWEST_SCHEMA}); nothing was imported"
+        )
+    return None
+
+
+def _name(value: Any, default: str) -> str:
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        return str(value["name"])
+    return value if isinstance(value, str) and value else default
+
+
+def _pending_calls(data: dict[str, Any], items: list[Any]) -> set[str]:
+    pending: set[str] = set()
+    step = data.get("current_step")
+    step_data = step.get("data") if isinstance(step, dict) else None
+    interruptions = step_data.get("interruptions") if isinstance(step_data, dict) else None
+    approvals = [i for i in items if isinstance(i, dict) and i.get("type") == "tool_approval_item"]
+    for item in [*(interruptions if isinstance(interruptions, list) else []), *approvals]:
+        raw_item = item.get("raw_item") if isinstance(item, dict) else None
+        if isinstance(raw_item, dict):
+            call_id = raw_item.get("call_id") or raw_item.get("id")
+            if call_id:
+                pending.add(str(call_id))
+    return pending
+
+
 def parse_openai_agents(path: Path, data: dict[str, Any]) -> ParseResult:
-    """Parse a decoded Agents SDK RunState (see the module docstring)."""
+    """Parse a decoded Agents SDK RunState (see the module docstring). Raises
+    `ImportRefusedError` for a schema version it cannot read."""
+    name = str(path)
+    problem = schema_problem(data.get("$schemaVersion"))
+    if problem is not None:
+        raise ImportRefusedError(path, problem)
     session_id = f"openai-agents:{file_stem(path)}"
     builder = SessionBuilder(session_id)
-    agent = str((data.get("current_agent") or {}).get("name") or "agent")
+    agent = _name(data.get("current_agent"), "agent")
+    problems: list[ImportProblem] = []
     counter = 0
 
     def tick() -> Any:
@@ -45,157 +125,62 @@ def parse_openai_agents(path: Path, data: dict[str, Any]) -> ParseResult:
         counter += 1
         return synthetic_time(counter - 1)
 
-    pending: set[str] = set()
-    step = data.get("current_step") or {}
-    for item in (
-        ((step.get("data") or {}).get("interruptions") or []) if isinstance(step, dict) else []
-    ):
-        raw_item = item.get("raw_item") or {} if isinstance(item, dict) else {}
-        if raw_item.get("call_id"):
-            pending.add(str(raw_item["call_id"]))
-
     items = data.get("session_items") or data.get("generated_items") or []
-    for item in items:
-        if isinstance(item, dict) and item.get("type") == "tool_approval_item":
-            raw_item = item.get("raw_item") or {}
-            if raw_item.get("call_id"):
-                pending.add(str(raw_item["call_id"]))
-
-    call_names: dict[str, str] = {}
-
-    def add_item(raw_item: dict[str, Any], wrapper: Any, item_author: str) -> None:
-        itype = raw_item.get("type")
-        role = raw_item.get("role")
-        if itype == "function_call":
-            call_id = str(raw_item.get("call_id") or raw_item.get("id") or "")
-            call_name = str(raw_item.get("name") or "")
-            call_names[call_id] = call_name
-            call = {
-                "id": call_id,
-                "name": call_name,
-                "arguments": normalise_arguments(raw_item.get("arguments")),
-            }
-            last = builder.last_event()
-            if last is not None and last.role == "assistant" and last.tool_calls:
-                last.tool_calls.append(call)
-                if call_id in pending:
-                    last.pending_call_ids.append(call_id)
-                return
-            builder.add(
-                ParsedEvent(
-                    role="assistant",
-                    created_at=tick(),
-                    author=item_author,
-                    source_id=str(raw_item.get("id") or ""),
-                    tool_calls=[call],
-                    pending_call_ids=[call_id] if call_id in pending else [],
-                    finish_reason="tool_calls",
-                    raw=wrapper,
-                )
-            )
-        elif itype == "function_call_output":
-            call_id = str(raw_item.get("call_id") or "")
-            builder.add(
-                ParsedEvent(
-                    role="tool",
-                    created_at=tick(),
-                    author="tool",
-                    source_id=call_id,
-                    tool_call_id=call_id,
-                    tool_response={
-                        "tool_call_id": call_id,
-                        "name": call_names.get(call_id, ""),
-                        "result": raw_item.get("output"),
-                    },
-                    raw=wrapper,
-                )
-            )
-        elif itype == "reasoning":
-            summary = raw_item.get("summary") or []
-            text = "\n\n".join(str(s.get("text") or "") for s in summary if isinstance(s, dict))
-            builder.add(
-                ParsedEvent(
-                    role="assistant",
-                    created_at=tick(),
-                    author=item_author,
-                    reasoning=text,
-                    raw=wrapper,
-                )
-            )
-        elif role == "user" or (itype == "message" and role == "user"):
-            builder.add(
-                ParsedEvent(
-                    role="user",
-                    created_at=tick(),
-                    author="user",
-                    text=message_text(raw_item.get("content")),
-                    raw=wrapper,
-                ),
-                prompt=True,
-            )
-        elif role in ("system", "developer"):
-            builder.add(
-                ParsedEvent(
-                    role="system",
-                    created_at=tick(),
-                    author=role,
-                    text=message_text(raw_item.get("content")),
-                    raw=wrapper,
-                )
-            )
-        elif role == "assistant" or itype == "message":
-            builder.add(
-                ParsedEvent(
-                    role="assistant",
-                    created_at=tick(),
-                    author=item_author,
-                    source_id=str(raw_item.get("id") or ""),
-                    text=message_text(raw_item.get("content")),
-                    finish_reason="stop",
-                    raw=wrapper,
-                )
-            )
+    items = items if isinstance(items, list) else []
+    reader = ResponsesReader(builder, _pending_calls(data, items))
 
     original = data.get("original_input")
-    first_prompt = ""
     if isinstance(original, str):
-        first_prompt = original
-        builder.add(
-            ParsedEvent(
-                role="user",
-                created_at=tick(),
-                author="user",
-                text=original,
-                raw={"original_input": original},
-            ),
-            prompt=True,
-        )
+        reader.add({"role": "user", "content": original}, tick, {"original_input": original})
     elif isinstance(original, list):
         for raw_item in original:
             if isinstance(raw_item, dict):
-                if raw_item.get("role") == "user" and not first_prompt:
-                    first_prompt = message_text(raw_item.get("content"))
-                add_item(raw_item, raw_item, "user")
-    for item in items:
-        if not isinstance(item, dict) or item.get("type") == "tool_approval_item":
+                reader.add(raw_item, tick, raw_item, agent)
+    for index, item in enumerate(items):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "tool_approval_item":
             continue
-        raw_item = item.get("raw_item")
+        raw_item = item.get("raw_item") if isinstance(item, dict) else None
+        if kind not in RUN_ITEM_TYPES or not isinstance(raw_item, dict):
+            problems.append(ImportProblem(name, 0, f"run item {index} ({kind!r}) not read"))
+            continue
+        author = _name(item.get("agent"), agent)
+        if not reader.add(raw_item, tick, item, author):
+            problems.append(
+                ImportProblem(
+                    name, 0, f"run item {index}: unknown raw_item {raw_item.get('type')!r}"
+                )
+            )
+    for raw_item in data.get("pending_input") or []:
         if isinstance(raw_item, dict):
-            item_author = str((item.get("agent") or {}).get("name") or agent)
-            add_item(raw_item, item, item_author)
-
+            reader.add(raw_item, tick, {"pending_input": raw_item}, agent)
+    reader.finish(tick())
+    state: dict[str, Any] = {}
+    pending_write = data.get("pending_session_write")
+    if pending_write:
+        state["pending_session_write"] = pending_write
+        builder.add(
+            ParsedEvent(
+                role="assistant",
+                created_at=tick(),
+                author="session write (pending)",
+                state_delta={"pending_session_write": pending_write},
+                raw={"pending_session_write": pending_write},
+            )
+        )
+    if not builder.events:
+        return ParseResult(sessions=[], problems=problems)
     return ParseResult(
         sessions=[
             builder.build(
                 app_name="openai-agents",
                 user_id="",
-                title=first_line(first_prompt) or session_id,
-                state={},
+                title=first_line(reader.first_prompt) or f"{agent} run state",
+                state=state,
                 source_format=Session.SourceFormat.OPENAI_AGENTS,
             )
-        ]
-        if builder.events
-        else [],
+        ],
+        problems=problems,
     )
 
 

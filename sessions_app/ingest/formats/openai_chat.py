@@ -6,6 +6,15 @@ Format notes (shared/corpus/README.md, "openai-chat-swe-agent"): a bare JSON lis
 normalised to `tool_call_id` (one tool event per id). Every user message is a real
 prompt; system/developer messages are role system.
 
+SWE-agent trajectories (a `trajectory` key, or messages with `message_type` / `is_demo`)
+without function calling write the action as text (`action`) and the environment's
+answer as a user message (`message_type: "observation"`): such an observation right
+after an assistant action is the result of that action, so the action becomes a tool call
+(`<session>-action-<n>`, name = the command's first word, arguments `{"command": ...}`)
+and the observation its tool event. Demonstration messages (`message_type:
+"demonstration"` or `is_demo: true`) are role system with author "demonstration": part
+of the prompt, never a user turn.
+
 The shape has no timestamps: message `i` gets `synthetic_time(i)` (`ingest.normalise`:
 the file's modification time plus `i` seconds). The session id is derived from the file
 name (`openai-chat:<name>`), so a new version of the same file replaces the old import.
@@ -55,6 +64,31 @@ def chat_messages(data: Any) -> list[Any] | None:
     return None
 
 
+def is_swe_agent(data: Any, messages: list[Any]) -> bool:
+    """True for a SWE-agent trajectory: a `trajectory` key, or SWE-agent message keys."""
+    if isinstance(data, dict) and "trajectory" in data:
+        return True
+    return any("message_type" in m or "is_demo" in m for m in messages)
+
+
+def _add_result(
+    builder: SessionBuilder, call_id: str, at: Any, text: str, message: dict[str, Any]
+) -> None:
+    """The observation `message` as the tool result of the action `call_id`."""
+    call = builder.last_event()
+    name = call.tool_calls[0]["name"] if call is not None and call.tool_calls else ""
+    builder.add(
+        ParsedEvent(
+            role="tool",
+            created_at=at,
+            author="environment",
+            tool_call_id=call_id,
+            tool_response={"tool_call_id": call_id, "name": name, "result": text},
+            raw=message,
+        )
+    )
+
+
 def parse_openai_chat(path: Path, data: Any) -> ParseResult:
     """Parse a decoded chat-completions message list (see the module docstring)."""
     name = str(path)
@@ -64,11 +98,26 @@ def parse_openai_chat(path: Path, data: Any) -> ParseResult:
     problems: list[ImportProblem] = []
     call_names: dict[str, str] = {}
     first_prompt = ""
+    swe = is_swe_agent(data, messages)
+    open_action = ""
     for index, message in enumerate(messages):
         at = synthetic_time(index)
         role = message.get("role")
         text = message_text(message.get("content"))
         author = str(message.get("name") or message.get("agent") or role or "")
+        kind = message.get("message_type")
+        if swe and (kind == "demonstration" or message.get("is_demo") is True):
+            builder.add(
+                ParsedEvent(
+                    role="system", created_at=at, author="demonstration", text=text, raw=message
+                )
+            )
+            continue
+        if swe and role == "user" and open_action:
+            _add_result(builder, open_action, at, text, message)
+            open_action = ""
+            continue
+        open_action = ""
         if role == "user":
             builder.add(
                 ParsedEvent(role="user", created_at=at, author="user", text=text, raw=message),
@@ -93,6 +142,14 @@ def parse_openai_chat(path: Path, data: Any) -> ParseResult:
                         "arguments": normalise_arguments(function.get("arguments")),
                     }
                 )
+            action = message.get("action")
+            if swe and not calls and isinstance(action, str) and action.strip():
+                open_action = f"{session_id}-action-{index}"
+                words = action.split()
+                calls.append(
+                    {"id": open_action, "name": words[0][:100], "arguments": {"command": action}}
+                )
+                call_names[open_action] = words[0][:100]
             builder.add(
                 ParsedEvent(
                     role="assistant",
@@ -127,11 +184,10 @@ def parse_openai_chat(path: Path, data: Any) -> ParseResult:
                 )
         else:
             problems.append(ImportProblem(name, 0, f"message {index} has unknown role {role!r}"))
-    is_swe = isinstance(data, dict) and "trajectory" in data
     return ParseResult(
         sessions=[
             builder.build(
-                app_name="swe-agent" if is_swe else "openai-chat",
+                app_name="swe-agent" if swe else "openai-chat",
                 user_id="",
                 title=first_line(first_prompt) or session_id,
                 state={},

@@ -1,7 +1,9 @@
 """`manage.py import_sessions PATH [PATH ...]`: import transcripts into the database.
 
-Each file lands in one transaction, whole or not at all; see
-`sessions_app.ingest.import_file` for re-import and replacement rules.
+A PATH is a file, a directory (walked for *.jsonl, *.json, *.db) or a PostgreSQL URL of
+an ADK `DatabaseSessionService` database. Each file lands in one transaction, whole or
+not at all; see `sessions_app.ingest.import_file` for re-import and replacement rules. A
+refused file is reported in one line and the run goes on; the exit code is then 1.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from tqdm import tqdm
 from sessions_app.ingest import (
     FORMATS,
     ImportRefusedError,
+    ImportReport,
     UnknownFormatError,
+    import_database_url,
     import_file,
+    is_database_url,
     summary_line,
     transcript_files,
     undetectable_reason,
@@ -36,12 +41,14 @@ def collect_files(paths: list[str]) -> list[tuple[Path, bool]]:
 
 class Command(BaseCommand):
     help = (
-        "Import agent transcripts (Claude Code, Codex CLI, Google ADK, OpenAI chat, "
-        "OpenAI Agents RunState). Directories are walked for *.jsonl/*.json."
+        "Import agent transcripts (Claude Code, Codex CLI, Google ADK sessions and "
+        "databases, Anthropic Messages, OpenAI chat and Responses items, OpenAI Agents "
+        "RunState, agentops exports). Directories are walked for *.jsonl/*.json/*.db; a "
+        "postgresql:// URL names an ADK session database."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("paths", nargs="+", metavar="PATH")
+        parser.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or URL")
         parser.add_argument(
             "--strict",
             action="store_true",
@@ -57,7 +64,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        files = collect_files(options["paths"])
+        urls = [p for p in options["paths"] if is_database_url(p)]
+        files = collect_files([p for p in options["paths"] if not is_database_url(p)])
         if options["format"] == "auto":
             # Every file named on the command line must be readable and in a known format
             # before anything is imported, so one bad path never leaves a half-done run.
@@ -67,6 +75,18 @@ class Command(BaseCommand):
                     raise CommandError(f"{path}: {reason}", returncode=2)
         show = not options["no_progress"] and sys.stderr.isatty() and len(files) > 1
         refused = 0
+        for url in urls:
+            try:
+                report = import_database_url(
+                    url, strict=options["strict"], replace=options["replace"]
+                )
+            except UnknownFormatError as exc:
+                raise CommandError(str(exc), returncode=2) from None
+            except ImportRefusedError as exc:
+                self.stderr.write(f"{exc} (refused)")
+                refused += 1
+                continue
+            refused += self._report(report)
         for path, explicit in tqdm(files, disable=not show, file=sys.stderr, unit="file"):
             try:
                 report = import_file(
@@ -82,13 +102,19 @@ class Command(BaseCommand):
                 self.stderr.write(f"{exc} (skipped)")
                 continue
             except (OSError, UnicodeError) as exc:
-                raise CommandError(f"{path}: cannot read ({exc})", returncode=2) from None
-            for problem in report.problems:
-                self.stderr.write(str(problem))
-            self.stdout.write(summary_line(report))
-            if report.status == "refused":
-                refused += 1
+                if explicit:
+                    raise CommandError(f"{path}: cannot read ({exc})", returncode=2) from None
+                self.stderr.write(f"{path}: cannot read ({exc}) (skipped)")
+                continue
+            refused += self._report(report)
         if refused:
             raise CommandError(
                 f"{refused} file(s) refused (reasons above); nothing was written for them"
             )
+
+    def _report(self, report: ImportReport) -> int:
+        """Write a file's problems (stderr) and summary (stdout); 1 when it was refused."""
+        for problem in report.problems:
+            self.stderr.write(str(problem))
+        self.stdout.write(summary_line(report))
+        return 1 if report.status == "refused" else 0
