@@ -7,6 +7,11 @@ never the summarised history: `live_history` keeps the events from the last comp
 on, and everything before it is *compacted* (shown greyed, never projected). Events of
 an abandoned rewind branch are stored archived, so they are not active history at all.
 
+State changes: an event with nothing a model reads (no text, parts, reasoning or tool
+calls, and not a tool result; e.g. an imported ADK state-only event) is a fact of the
+session (its `state_delta`) but is never sent: the product history leaves it out before
+the runtime's default projection, which replays completed turns exactly as stored.
+
 When a person records what happened to a tool call that has no stored result
 (`ToolOutcome`: "did not run", or "ran, with this result"), this projector inserts a
 synthetic tool-result event (id 0, never stored, author "operator") right after the
@@ -48,6 +53,15 @@ def compaction_index(events: Sequence[Event]) -> int:
         if event.author == COMPACTION_AUTHOR and event.content.role is Role.USER:
             return index
     return -1
+
+
+def is_state_only(event: Event) -> bool:
+    """True for an event with nothing a model reads: no text, parts, reasoning or tool
+    calls, and not a tool result (a state change only). Never sent to a model."""
+    content = event.content
+    return content.role is not Role.TOOL and not (
+        content.text or content.parts or content.reasoning or content.tool_calls
+    )
 
 
 def live_history(events: Sequence[Event]) -> list[Event]:
@@ -163,7 +177,9 @@ class ProductExplanation:
       the context would send them, and providers reject such a history;
     - `awaiting_user`: ids of the session's calls the source marks as waiting for a person
       (`Event.pending_call_ids`: approvals, long-running calls, questions);
-    - `compaction_raw`: the stored `raw` of the compaction event (its facts), or None.
+    - `compaction_raw`: the stored `raw` of the compaction event (its facts), or None;
+    - `state_only`: events of the live history that only change state (`is_state_only`):
+      facts of the session, never sent.
     """
 
     explanation: ProjectionExplanation
@@ -172,15 +188,17 @@ class ProductExplanation:
     orphans: tuple[OrphanResult, ...] = ()
     awaiting_user: frozenset[str] = frozenset()
     compaction_raw: Any = None
+    state_only: tuple[Event, ...] = ()
 
 
 def product_history(
     events: Sequence[Event], outcomes: Mapping[tuple[int, str], RecordedOutcome]
 ) -> tuple[list[Event], list[Event]]:
-    """(compacted, live) of `events`: the live history (`live_history`) with recorded
-    outcomes applied, and the compacted events before it."""
+    """(compacted, live) of `events`: the live history (`live_history`) without state-only
+    events, with recorded outcomes applied, and the compacted events before it."""
     cut = max(compaction_index(events), 0)
-    return list(events[:cut]), apply_tool_outcomes(events[cut:], outcomes)
+    live = [event for event in events[cut:] if not is_state_only(event)]
+    return list(events[:cut]), apply_tool_outcomes(live, outcomes)
 
 
 def explain_product_projection(
@@ -198,6 +216,7 @@ def explain_product_projection(
         explanation=explain_projection(turns, live),
         compacted=tuple(compacted),
         compaction=compaction,
+        state_only=tuple(e for e in events[max(compaction_index(events), 0) :] if is_state_only(e)),
         orphans=tuple(inspect_orphan_results(live)),
         awaiting_user=frozenset(
             call for ids in pending.values_list("pending_call_ids", flat=True) for call in ids

@@ -15,9 +15,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from agentops.runtime.projection import EntryKind, explain_projection
+from agentops.runtime.projection import explain_projection
 from sessions_app.ingest import ImportRefusedError, UnknownFormatError, detect_format, import_file
 from sessions_app.models import Event, Session, Turn
+from sessions_app.projector import explain_product_projection
 from sessions_app.store import event_from_row, turn_from_row
 
 pytestmark = pytest.mark.django_db
@@ -65,11 +66,13 @@ def test_adk_state_only_events_are_shown_but_never_projected() -> None:
     state_row = rows[2]
     assert state_row.state_delta == {"stories_told": 1} and state_row.text == ""
     turns = [turn_from_row(t) for t in Turn.objects.filter(session_id="adk-partials")]
-    explanation = explain_projection(turns, [event_from_row(r) for r in rows])
-    kinds = {entry.event.id: entry.kind for entry in explanation.entries}
-    assert kinds[state_row.id] is EntryKind.STATE
-    assert state_row.id not in [e.id for e in explanation.context]
-    assert len(explanation.context) == 4
+    events = [event_from_row(r) for r in rows]
+    product = explain_product_projection("adk-partials", turns, events)
+    assert [e.id for e in product.state_only] == [state_row.id]
+    assert state_row.id not in [e.id for e in product.explanation.context]
+    assert len(product.explanation.context) == 4
+    # The runtime's default projection replays a completed turn exactly as stored.
+    assert state_row.id in [e.id for e in explain_projection(turns, events).context]
 
 
 @pytest.mark.parametrize("name", ["adk_v0.db", "adk_v1.db"])

@@ -93,8 +93,6 @@ class EntryKind(StrEnum):
     """A stored event of a failed/interrupted turn at or after its first unanswered call."""
     NOTICE = "notice"
     """A synthetic status notice inserted after a failed/interrupted turn (never stored)."""
-    STATE = "state"
-    """A stored event with no content (only a state change): never sent to a model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +119,6 @@ class ProjectionEntry:
             return "legacy event, replayed" if self.turn is None else "replayed as stored"
         if self.kind is EntryKind.DROPPED:
             return "turn still running"
-        if self.kind is EntryKind.STATE:
-            return "state change only (nothing to send)"
         if self.kind is EntryKind.CUT:
             assert self.issue is not None
             ids = ", ".join(call.id for call in self.issue.tool_calls)
@@ -195,37 +191,6 @@ _COMPLETED = TurnStatus.COMPLETED
 _RUNNING = TurnStatus.RUNNING
 
 
-def is_state_only(event: Event) -> bool:
-    """True for an event with nothing a model reads: no text, parts, reasoning, tool calls
-    or tool result (a state change, e.g. an imported ADK state-only event). Never sent
-    (docs/runtime.md §4 rule 3)."""
-    content = event.content
-    return content.role is not Role.TOOL and not (
-        content.text or content.parts or content.reasoning or content.tool_calls
-    )
-
-
-def _keep(
-    events: Sequence[Event],
-    start: int,
-    stop: int,
-    group: int,
-    turn: Turn | None,
-    context: list[Event],
-    entries: list[ProjectionEntry] | None,
-) -> None:
-    """Append events[start:stop] to `context`, leaving state-only events out."""
-    for k in range(start, stop):
-        event = events[k]
-        if is_state_only(event):
-            if entries is not None:
-                entries.append(ProjectionEntry(event, EntryKind.STATE, group, turn))
-            continue
-        if entries is not None:
-            entries.append(ProjectionEntry(event, EntryKind.KEPT, group, turn, None, len(context)))
-        context.append(event)
-
-
 def _project(
     turns: Sequence[Turn], events: Sequence[Event], entries: list[ProjectionEntry] | None
 ) -> list[Event]:
@@ -242,7 +207,14 @@ def _project(
             j += 1
         turn = by_id.get(turn_id) if turn_id else None
         if turn is None or turn.status is _COMPLETED:
-            _keep(events, i, j, group, turn, context, entries)
+            if entries is not None:
+                for k in range(i, j):
+                    entries.append(
+                        ProjectionEntry(events[k], EntryKind.KEPT, group, turn, None, len(context))
+                    )
+                    context.append(events[k])
+            else:
+                context.extend(events[i:j])
         elif turn.status is _RUNNING:
             if entries is not None:
                 entries.extend(
@@ -251,8 +223,12 @@ def _project(
         else:
             issues = _scan(events, i, j)
             cut = issues[0].position if issues else j
-            _keep(events, i, cut, group, turn, context, entries)
             if entries is not None:
+                for k in range(i, cut):
+                    entries.append(
+                        ProjectionEntry(events[k], EntryKind.KEPT, group, turn, None, len(context))
+                    )
+                    context.append(events[k])
                 entries.extend(
                     ProjectionEntry(events[k], EntryKind.CUT, group, turn, issues[0])
                     for k in range(cut, j)
@@ -263,6 +239,7 @@ def _project(
                 )
                 context.append(notice)
             else:
+                context.extend(events[i:cut])
                 context.append(status_notice(turn))
         group += 1
         i = j

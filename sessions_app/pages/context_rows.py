@@ -19,7 +19,7 @@ ORPHAN_LABEL = "orphan result: answers no tool call; providers reject a history 
 
 @dataclass
 class ContextRow:
-    """One row: `kind` (kept, dropped, cut, notice, compacted or abandoned), why it is
+    """One row: `kind` (kept, dropped, cut, notice, compacted, state or abandoned), why it is
     there (`label`), its place in the context (`context_index`, 0-based, or None) and
     whether it is an orphan result the context would send."""
 
@@ -39,7 +39,7 @@ def compaction_facts(raw: Any) -> dict[str, Any]:
 def context_rows(product: ProductExplanation, abandoned: Sequence[Event]) -> list[ContextRow]:
     """Every row of the page in conversation order: the compacted events (greyed), then
     the runtime's explanation of the live history, with the stored events of abandoned
-    branches placed by id among them."""
+    branches and the state-only events (never sent) placed by id among them."""
     rows: list[ContextRow] = []
     compaction_id = product.compaction.id if product.compaction else 0
     for event in product.compacted:
@@ -51,11 +51,12 @@ def context_rows(product: ProductExplanation, abandoned: Sequence[Event]) -> lis
             )
         )
     orphan_ids = {orphan.event_id for orphan in product.orphans if orphan.event_id}
-    left = list(abandoned)
+    state_ids = {event.id for event in product.state_only}
+    left = sorted([*abandoned, *product.state_only], key=lambda event: event.id)
     for entry in product.explanation.entries:
         event = entry.event
         while left and event.id and left[0].id < event.id:
-            rows.append(_abandoned(left.pop(0)))
+            rows.append(_not_sent(left.pop(0), state_ids))
         label = entry.reason
         if event.id == 0 and event.author == OUTCOME_AUTHOR:
             label = "recorded tool outcome (not stored; closes the call)"
@@ -74,11 +75,17 @@ def context_rows(product: ProductExplanation, abandoned: Sequence[Event]) -> lis
                 orphan=orphan,
             )
         )
-    rows.extend(_abandoned(event) for event in left)
+    rows.extend(_not_sent(event, state_ids) for event in left)
     return rows
 
 
-def _abandoned(event: Event) -> ContextRow:
+def _not_sent(event: Event, state_ids: set[int]) -> ContextRow:
+    """The row of a stored event the context leaves out: a state change, or an event of
+    an abandoned branch."""
+    if event.id in state_ids:
+        return ContextRow(
+            kind="state", label="state change only (nothing to send)", view=runtime_event(event)
+        )
     return ContextRow(
         kind="abandoned",
         label="abandoned branch: the conversation was rewound past it; not sent",

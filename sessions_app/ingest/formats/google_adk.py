@@ -20,7 +20,7 @@ Rules applied here:
 - state-only events (no content, only `actions.state_delta`) are kept, because their
   state delta is a fact of the session, as events with no content and the source author:
   the dashboard shows them as state changes and the projection never sends them
-  (docs/runtime.md §4, `is_state_only`);
+  (`sessions_app.projector.is_state_only`);
 - an event with `error_code` fails its turn (code made safe, stage provider, no message:
   provider text is never copied into a failure, docs/runtime.md §6); `interrupted: true` marks the
   turn interrupted/canceled.

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0004_tool_outcome'),
+        ('sessions_app', '0005_session_parent'),
     ]
 
     operations = [
