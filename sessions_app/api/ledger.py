@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -103,10 +104,12 @@ class ApiSessionService(LiveSessionService):
 
     # -- events --------------------------------------------------------------------------
 
-    async def append_batch(self, session_id: str, items: Sequence[BatchItem]) -> list[int]:
+    async def append_batch(
+        self, session_id: str, items: Sequence[BatchItem]
+    ) -> list[tuple[int, datetime]]:
         """Store the events of `items` in order, in one transaction, and broadcast the new
-        ones; returns the stored id of each item (an item whose client key was stored
-        before answers that event's id and is not stored again).
+        ones; returns the stored (id, created_at) of each item (an item whose client key
+        was stored before answers that event's and is not stored again).
 
         Raises `SessionNotFoundError`, `InvalidEventError` (partial or foreign event) and
         ApiProblem 422 when a key repeats within the batch; nothing is stored then.
@@ -132,7 +135,7 @@ class ApiSessionService(LiveSessionService):
 
     def _store_batch(
         self, session_id: str, items: Sequence[BatchItem]
-    ) -> tuple[list[int], list[Event]]:
+    ) -> tuple[list[tuple[int, datetime]], list[Event]]:
         with transaction.atomic():
             if not models.Session.objects.filter(pk=session_id).exists():
                 raise errors.SessionNotFoundError(session_id)
@@ -153,7 +156,8 @@ class ApiSessionService(LiveSessionService):
                     EventClientKey.objects.create(
                         session_id=session_id, client_key=item.client_key, event_id=stored.id
                     )
-                ids.append(stored.id)
+                assert stored.created_at is not None
+                ids.append((stored.id, stored.created_at))
                 new.append(stored)
         return ids, new
 
@@ -171,17 +175,19 @@ class ApiSessionService(LiveSessionService):
 
     # -- turns ---------------------------------------------------------------------------
 
-    async def begin_attributed_turn(self, session_id: str, turn: Turn, lease_id: str) -> Turn:
+    async def begin_attributed_turn(
+        self, session_id: str, turn: Turn, lease_id: str
+    ) -> tuple[Turn, bool]:
         """Begin `turn` (docs/runtime.md §2) noted "via <actor>"; a turn with the same id,
         session and start that is already running is answered as it is (a retried
         request). With a live lease on the session, `lease_id` must be that lease (else
-        409) and the lease then covers this turn."""
+        409) and the lease then covers this turn. Returns (the turn, begun now)."""
         if not turn.id or turn.status is not TurnStatus.RUNNING or turn.session_id != session_id:
             await self.begin_turn(session_id, turn)  # raises the store's own error
         begun, created = await sync_to_async(self._begin_attributed)(session_id, turn, lease_id)
         if created:
             await self.announce_turn(begun.id)
-        return begun
+        return begun, created
 
     def _begin_attributed(self, session_id: str, turn: Turn, lease_id: str) -> tuple[Turn, bool]:
         with transaction.atomic():

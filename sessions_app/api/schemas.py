@@ -82,9 +82,10 @@ class AppendIn(Schema):
 
 
 class AppendOut(Schema):
-    """The stored id of each event of the batch, in batch order."""
+    """The stored id and creation time (UTC) of each event of the batch, in batch order."""
 
     ids: list[int]
+    created_at: list[datetime]
 
 
 class PartialIn(Schema):

@@ -105,8 +105,8 @@ async def append_events(request: HttpRequest, session_id: str, body: AppendIn) -
         )
         for item in body.events
     ]
-    ids = await ApiSessionService(api_actor(request)).append_batch(session_id, items)
-    return {"ids": ids}
+    stored = await ApiSessionService(api_actor(request)).append_batch(session_id, items)
+    return {"ids": [id_ for id_, _ in stored], "created_at": [at for _, at in stored]}
 
 
 @router.delete("/sessions/{session_id}/events/{event_id}", response={204: None, **ERRORS})

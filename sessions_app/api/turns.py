@@ -44,18 +44,19 @@ async def list_turns(request: HttpRequest, session_id: str) -> dict[str, list[Tu
     return {"turns": await ApiSessionService(api_actor(request)).list_turns(session_id)}
 
 
-@router.post("/sessions/{session_id}/turns", response={201: Turn, **ERRORS})
+@router.post("/sessions/{session_id}/turns", response={200: Turn, 201: Turn, **ERRORS})
 async def begin_turn(request: HttpRequest, session_id: str, body: TurnIn) -> Status[Turn]:
-    """Begin a running turn (docs/runtime.md §2), noted as begun via the caller's key. A
-    retry of the same begin answers the turn. While a run lease is held on the session,
-    `lease_id` must be it (409 otherwise)."""
+    """Begin a running turn (docs/runtime.md §2), noted as begun via the caller's key: 201.
+    A repeat of the same begin (same id, session and start; still running) answers the
+    turn with 200, so a client can tell its own retry from a duplicate id. While a run
+    lease is held on the session, `lease_id` must be it (409 otherwise)."""
     require_write(request)
     await session_for_key(request, session_id)
-    turn = Turn(
-        id=body.turn_id, session_id=session_id, started_at=body.started_at or timezone.now()
-    )
+    started = body.started_at or timezone.now()
+    turn = Turn(id=body.turn_id, session_id=session_id, started_at=started)
     service = ApiSessionService(api_actor(request))
-    return Status(201, await service.begin_attributed_turn(session_id, turn, body.lease_id))
+    begun, created = await service.begin_attributed_turn(session_id, turn, body.lease_id)
+    return Status(201 if created else 200, begun)
 
 
 async def _turn_session(request: HttpRequest, turn_id: str) -> str:
