@@ -140,12 +140,13 @@ class ApiSessionService(LiveSessionService):
             if not models.Session.objects.filter(pk=session_id).exists():
                 raise errors.SessionNotFoundError(session_id)
             keys = [item.client_key for item in items if item.client_key]
-            known = dict(
-                EventClientKey.objects.filter(
+            known = {
+                key: (event_id, created_at)
+                for key, event_id, created_at in EventClientKey.objects.filter(
                     session_id=session_id, client_key__in=keys
-                ).values_list("client_key", "event_id")
-            )
-            ids: list[int] = []
+                ).values_list("client_key", "event_id", "event__created_at")
+            }
+            ids: list[tuple[int, datetime]] = []
             new: list[Event] = []
             for item in items:
                 if item.client_key in known:
