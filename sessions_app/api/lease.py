@@ -14,6 +14,7 @@ naming the holder and the expiry.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +23,7 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agentops.runtime.session import TurnReason, TurnStatus
+from agentops.runtime.session import TurnReason
 from sessions_app import models
 from sessions_app.api.models import ApiKey, RunLease
 from sessions_app.api.problems import ApiProblem
@@ -212,14 +213,10 @@ def _arm_timer(session_id: str, ttl: float) -> None:
 
     def fire() -> None:
         _TIMERS.pop(session_id, None)
-        task = loop.create_task(expire_due_lease(session_id))
+        # A fresh context: the request that armed the timer has ended, and with it the
+        # executor its context names for thread-sensitive ORM calls.
+        task = loop.create_task(expire_due_lease(session_id), context=contextvars.Context())
         _TASKS.add(task)
         task.add_done_callback(_TASKS.discard)
 
-    _TIMERS[session_id] = loop.call_later(ttl + 0.05, fire)
-
-
-def running_turn_of(session_id: str) -> str:
-    """The id of a running turn of the session ("" when none)."""
-    turn = models.Turn.objects.filter(session_id=session_id, status=TurnStatus.RUNNING)
-    return turn.values_list("id", flat=True).first() or ""
+    _TIMERS[session_id] = loop.call_later(ttl + 0.05, fire, context=contextvars.Context())

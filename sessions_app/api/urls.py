@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from django.contrib.auth.decorators import login_not_required
 from django.urls import URLPattern, URLResolver
 from ninja import NinjaAPI, Router
+from ninja.renderers import JSONRenderer
+from ninja.responses import NinjaJSONEncoder
+from pydantic_core import to_jsonable_python
 
 from sessions_app.api import sessions, turns
 from sessions_app.api.auth import ApiKeyBearer
@@ -28,6 +31,20 @@ Errors are `application/problem+json` (RFC 9457). See docs/interfaces.md, "HTTP 
 """
 
 
+class _Encoder(NinjaJSONEncoder):
+    """JSON as the runtime writes it: bytes (a tool call's `thought_signature`) as
+    base64, like the runtime models' own JSON (docs/runtime.md §1)."""
+
+    def default(self, o: object) -> object:
+        if isinstance(o, bytes):
+            return to_jsonable_python(o, bytes_mode="base64")
+        return super().default(o)
+
+
+class _Renderer(JSONRenderer):
+    encoder_class = _Encoder
+
+
 def build_api(routers: Sequence[tuple[str, Router]] = ()) -> NinjaAPI:
     """The /api/v1/ API with this app's operations and `routers` ((prefix, router) pairs
     of other apps) added; every operation needs an API key, errors are problem+json."""
@@ -38,6 +55,7 @@ def build_api(routers: Sequence[tuple[str, Router]] = ()) -> NinjaAPI:
         auth=ApiKeyBearer(),
         urls_namespace="api",
         docs_url="/docs",
+        renderer=_Renderer(),
     )
     install_handlers(api)
     api.add_router("", sessions.router)

@@ -164,3 +164,11 @@ def test_openapi_document_is_derived_and_public() -> None:
     assert "/api/v1/sessions/{session_id}/events" in document["paths"]
     assert document["components"]["securitySchemes"]["ApiKeyBearer"]["scheme"] == "bearer"
     assert "Content" in document["components"]["schemas"]
+
+
+def test_thought_signatures_round_trip_as_base64(writer: ApiClient, session: str) -> None:
+    call = {"id": "c-1", "name": "f", "arguments": {}, "thought_signature": "c2lnbg=="}
+    content = {"role": "assistant", "tool_calls": [call]}
+    writer.post("/sessions/s-1/events", {"events": [{"turn_id": "t-1", "content": content}]})
+    events = writer.get("/sessions/s-1/events").json()["events"]
+    assert events[0]["content"]["tool_calls"][0]["thought_signature"] == "c2lnbg=="
