@@ -26,14 +26,14 @@ __all__ = ["ApiKeyBearer", "api_actor", "key_of", "require_app", "require_write"
 class ApiKeyBearer(HttpBearer):
     """django-ninja auth: the active `ApiKey` named by the bearer token, else None (401)."""
 
-    async def __call__(self, request: HttpRequest) -> ApiKey | None:  # type: ignore[override]
+    async def __call__(self, request: HttpRequest) -> ApiKey | None:
         value = request.headers.get(self.header, "")
         scheme, _, token = value.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None
         return await self.authenticate(request, token.strip())
 
-    async def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:  # type: ignore[override]
+    async def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
         """The key row for `token`, or None."""
         return await sync_to_async(find_key)(token)
 

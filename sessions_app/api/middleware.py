@@ -4,6 +4,7 @@ AGENTOPS_API_MAX_BODY_BYTES is answered 413 problem+json before anything reads i
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from asgiref.sync import iscoroutinefunction
 from django.conf import settings
@@ -41,7 +42,9 @@ def api_body_limit(get_response: Handler) -> Handler:
             refused = _too_large(request)
             if refused is not None:
                 return refused
-            return await get_response(request)  # type: ignore[misc]
+            return await cast(Callable[[HttpRequest], Awaitable[HttpResponse]], get_response)(
+                request
+            )
 
         return middleware
 
@@ -49,6 +52,6 @@ def api_body_limit(get_response: Handler) -> Handler:
         refused = _too_large(request)
         if refused is not None:
             return refused
-        return get_response(request)  # type: ignore[return-value]
+        return cast(Callable[[HttpRequest], HttpResponse], get_response)(request)
 
     return sync_middleware

@@ -80,7 +80,7 @@ def problem_response(
     return response
 
 
-def problem_for(exc: Exception) -> ApiProblem | None:
+def problem_for(exc: Any) -> ApiProblem | None:
     """The problem a runtime error stands for, or None for an unexpected one."""
     if isinstance(exc, ApiProblem):
         return exc
@@ -107,7 +107,7 @@ def problem_for(exc: Exception) -> ApiProblem | None:
     return None
 
 
-def _validation_detail(exc: ValidationError) -> tuple[str, list[dict[str, Any]]]:
+def _validation_detail(exc: Any) -> tuple[str, list[dict[str, Any]]]:
     found = []
     for error in exc.errors[:20]:
         location = ".".join(str(part) for part in error.get("loc", ()))
@@ -119,7 +119,7 @@ def _validation_detail(exc: ValidationError) -> tuple[str, list[dict[str, Any]]]
 def install_handlers(api: NinjaAPI) -> None:
     """Make every error `api` answers a problem+json response."""
 
-    def on_problem(request: HttpRequest, exc: Exception) -> HttpResponse:
+    def on_problem(request: HttpRequest, exc: Any) -> HttpResponse:
         problem = problem_for(exc)
         if problem is None:  # pragma: no cover (handled by on_unexpected)
             raise exc
@@ -127,22 +127,22 @@ def install_handlers(api: NinjaAPI) -> None:
             request, problem.status, problem.slug, problem.detail, **problem.extra
         )
 
-    def on_validation(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    def on_validation(request: HttpRequest, exc: Any) -> HttpResponse:
         detail, found = _validation_detail(exc)
         return problem_response(request, 422, "invalid-request", detail, errors=found)
 
-    def on_auth(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    def on_auth(request: HttpRequest, exc: Any) -> HttpResponse:
         return problem_response(
             request, 401, "unauthorized", "send a valid, unrevoked API key as Authorization: Bearer"
         )
 
-    def on_http(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    def on_http(request: HttpRequest, exc: Any) -> HttpResponse:
         return problem_response(request, exc.status_code, "http-error", str(exc)[:300])
 
-    def on_404(request: HttpRequest, exc: Exception) -> HttpResponse:
+    def on_404(request: HttpRequest, exc: Any) -> HttpResponse:
         return problem_response(request, 404, "not-found", "no such resource")
 
-    def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    def on_unexpected(request: HttpRequest, exc: Any) -> HttpResponse:
         problem = problem_for(exc)
         if problem is not None:
             return on_problem(request, problem)
