@@ -9,6 +9,8 @@ so the runtime's `Runner` runs unchanged in any process::
 Framework-free like the runtime: it imports no Django (httpx, pydantic, the runtime).
 
 - `remote`: `RemoteSessionService`;
+- `todos`: `RemoteTodoStore`, the todo tools' store on the dashboard's rows;
+- `http`: the transport (retries, problems to the runtime's named errors);
 - `errors`: `RemoteStoreError`, `StoreUnreachableError`, `LeaseLostError`.
 """
 
@@ -16,5 +18,12 @@ from __future__ import annotations
 
 from agentops.client.errors import LeaseLostError, RemoteStoreError, StoreUnreachableError
 from agentops.client.remote import RemoteSessionService
+from agentops.client.todos import RemoteTodoStore
 
-__all__ = ["LeaseLostError", "RemoteSessionService", "RemoteStoreError", "StoreUnreachableError"]
+__all__ = [
+    "LeaseLostError",
+    "RemoteSessionService",
+    "RemoteStoreError",
+    "RemoteTodoStore",
+    "StoreUnreachableError",
+]

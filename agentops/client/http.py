@@ -65,7 +65,13 @@ class ApiTransport:
         await self._client.aclose()
 
     async def request(
-        self, method: str, path: str, *, json: Any = None, ok: tuple[int, ...] = (200,)
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        ok: tuple[int, ...] = (200,),
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, Any, int]:
         """(status, decoded body or None, attempts made) of a request whose status is in
         `ok` or 404; another error answer raises (`raise_for_problem`)."""
@@ -73,7 +79,7 @@ class ApiTransport:
         while True:
             attempt += 1
             try:
-                response = await self._client.request(method, path, json=json)
+                response = await self._client.request(method, path, json=json, headers=headers)
             except (httpx.TransportError, httpx.TimeoutException) as failed:
                 if attempt > self.retries:
                     raise StoreUnreachableError(self.base_url, type(failed).__name__) from None

@@ -97,3 +97,28 @@ def test_remote_runner_is_watched_live_and_a_killed_one_is_abandoned(
     assert [m["event_id"] for m in killed if m["kind"] == "event"] == list(
         Event.objects.filter(turn_id=turns[1].id).order_by("id").values_list("id", flat=True)
     )
+
+
+def test_run_turn_command_records_through_the_api() -> None:
+    make_session("s-cmd", turns=0)
+    key = create_key("cli").key
+    with DaphneServer() as server:
+        env = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+        env["DATABASE_URL"] = "sqlite:////nonexistent/only-the-server-has-the-data.sqlite3"
+        run = subprocess.run(
+            [sys.executable, "manage.py", "run_turn", "s-cmd", "hello", "--to", server.url,
+             "--api-key", key],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        refused = subprocess.run(
+            [sys.executable, "manage.py", "run_turn", "s-cmd", "hello", "--to",
+             "http://127.0.0.1:9", "--api-key", key],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    turn = Turn.objects.get(session_id="s-cmd")
+    assert f"turn {turn.id}: completed" in run.stdout
+    assert (
+        turn.status_note == "via api key cli" and Event.objects.filter(turn_id=turn.id).count() > 1
+    )
+    assert refused.returncode == 2 and "unreachable" in refused.stderr
