@@ -172,3 +172,18 @@ def test_thought_signatures_round_trip_as_base64(writer: ApiClient, session: str
     writer.post("/sessions/s-1/events", {"events": [{"turn_id": "t-1", "content": content}]})
     events = writer.get("/sessions/s-1/events").json()["events"]
     assert events[0]["content"]["tool_calls"][0]["thought_signature"] == "c2lnbg=="
+
+
+def test_sweep_abandons_the_turns_of_expired_leases(writer: ApiClient, session: str) -> None:
+    from django.core.management import call_command
+
+    lease = writer.post("/sessions/s-1/lease", {"ttl_seconds": 30}).json()
+    writer.post("/turns/t-1/finalize", {"status": "completed"})
+    writer.post("/sessions/s-1/turns", {"turn_id": "t-2", "lease_id": lease["lease_id"]})
+    call_command("api_lease_sweep")
+    assert Turn.objects.get(pk="t-2").status == "running"  # not expired yet
+    RunLease.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    call_command("api_lease_sweep")
+    turn = Turn.objects.get(pk="t-2")
+    assert (turn.status, turn.reason) == ("interrupted", "abandoned")
+    assert not RunLease.objects.exists()
