@@ -82,12 +82,15 @@ INSTALLED_APPS = [
     "axes",
     "django_htmx",
     "template_partials",
+    "ninja",
     "sessions_app",
     "todos_app",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # First after security: an oversized API body is refused before anything reads it.
+    "sessions_app.api.middleware.api_body_limit",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -231,6 +234,11 @@ AGENTOPS_TODO_STORE = "todos_app.store.get_todo_store"
 # true: the server process keeps the demo session "demo-live" running a slowly streaming
 # turn (set by `python3 dev.py serve`; off everywhere else, tests included).
 AGENTOPS_LIVE_DEMO = envbool("AGENTOPS_LIVE_DEMO", False)
+
+# HTTP API (/api/v1/): request bodies larger than this many bytes get 413 problem+json.
+AGENTOPS_API_MAX_BODY_BYTES = envint("AGENTOPS_API_MAX_BODY_BYTES", 5_000_000)
+# Django refuses bodies above DATA_UPLOAD_MAX_MEMORY_SIZE with a plain 400; keep it above.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, AGENTOPS_API_MAX_BODY_BYTES)
 
 LOGGING = {
     "version": 1,

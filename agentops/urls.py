@@ -1,4 +1,6 @@
-"""Top-level URLs: sign-in, the dashboard apps, the project's docs, Django admin."""
+"""Top-level URLs: sign-in, the dashboard apps, the project's docs, the HTTP API, Django
+admin. The API is built here because it joins two apps' routers (todos_app's todo
+endpoints; sessions_app never imports todos_app)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,11 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic.base import RedirectView
+
+from sessions_app.api.urls import api_urls, build_api
+from todos_app.api import router as todos_router
+
+api = build_api([("", todos_router)])
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="sessions:list", permanent=False)),
@@ -15,5 +22,6 @@ urlpatterns = [
     path("sessions/<str:session_id>/todos/", include("todos_app.urls")),
     path("turns/", include("sessions_app.triage.urls")),
     path("docs/", include("sessions_app.pages.docs")),
+    path("api/v1/", api_urls(api)),
     path("admin/", admin.site.urls),
 ]

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
-from sessions_app.models import Event, ImportedFile, Session, ToolOutcome, Turn
+from sessions_app.api.keys import create_key
+from sessions_app.models import ApiKey, Event, ImportedFile, Session, ToolOutcome, Turn
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -107,3 +111,43 @@ class ImportedFileAdmin(ReadOnlyAdmin):
     list_display = ("path", "source_format", "imported_at", "sha256")
     list_filter = ("source_format",)
     search_fields = ("path", "=sha256")
+
+
+class ApiKeyForm(forms.ModelForm):  # type: ignore[type-arg]
+    """Name, scope and mode of a new key; the secret is made on save, never typed."""
+
+    class Meta:
+        model = ApiKey
+        fields = ("name", "read_only", "app_names")
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """API keys of the HTTP API: add one (its key is shown once, in a message), revoke
+    (an action). The stored hash and the prefix are read-only; nothing else changes."""
+
+    form = ApiKeyForm
+    list_display = ("name", "prefix", "read_only", "app_names", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "secret_hash", "created_at", "created_by", "last_used_at",
+                       "revoked_at")  # fmt: skip
+    actions = ("revoke",)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is None and super().has_change_permission(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        """Make the key (`create_key`) and show its text once."""
+        user = request.user if request.user.is_authenticated else None
+        new = create_key(
+            obj.name, read_only=obj.read_only, app_names=obj.app_names or [], created_by=user
+        )
+        obj.pk, obj.prefix = new.row.pk, new.row.prefix
+        messages.warning(
+            request, f"Key {new.row.name}: {new.key} (store it now; it is not shown again)"
+        )
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        """Revoke the selected keys that are active."""
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        messages.success(request, f"Revoked {count} key(s).")

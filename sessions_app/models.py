@@ -435,6 +435,8 @@ class ToolOutcome(models.Model):
     recorded_by = models.ForeignKey(
         "auth.User", on_delete=models.SET_NULL, null=True, related_name="+"
     )
+    # Who recorded it when not a person: "api key NAME" (sessions_app.api).
+    recorded_via = models.CharField(max_length=150, blank=True, default="")
     recorded_at = models.DateTimeField()
 
     class Meta:
@@ -450,3 +452,9 @@ class ToolOutcome(models.Model):
 
     def __str__(self) -> str:
         return f"{self.call_id}: {self.outcome}"
+
+
+# The HTTP API's rows (API keys, run leases, event client keys) live in its room.
+from sessions_app.api.models import ApiKey as ApiKey  # noqa: E402
+from sessions_app.api.models import EventClientKey as EventClientKey  # noqa: E402
+from sessions_app.api.models import RunLease as RunLease  # noqa: E402

@@ -40,10 +40,12 @@ def record_tool_outcome(
     outcome: str,
     result: Any,
     reason: str,
-    user: User,
+    user: User | None,
+    via: str = "",
 ) -> ToolOutcome:
     """Record `outcome` ("did_not_run" or "ran" with `result`) of call `call_id` of assistant
-    event `event_id`, attributed to `user`, now (UTC).
+    event `event_id`, attributed to `user` (a person) or to `via` (e.g. "api key NAME",
+    when recorded through the HTTP API), now (UTC).
 
     Raises OutcomeRejectedError when the reason is empty, the outcome unknown, "ran" comes
     without a result, the call is not an unanswered call of that event, or an outcome for
@@ -78,6 +80,7 @@ def record_tool_outcome(
                     result=result if outcome == ToolOutcome.Outcome.RAN else None,
                     reason=reason.strip(),
                     recorded_by=user,
+                    recorded_via=via[:150],
                     recorded_at=timezone.now(),
                 )
         except IntegrityError:

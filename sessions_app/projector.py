@@ -159,7 +159,8 @@ def load_outcomes(session_id: str) -> dict[tuple[int, str], RecordedOutcome]:
             outcome=row.outcome,
             result=row.result,
             reason=row.reason,
-            recorded_by=row.recorded_by.get_username() if row.recorded_by else "",
+            recorded_by=row.recorded_via
+            or (row.recorded_by.get_username() if row.recorded_by else ""),
             recorded_at=row.recorded_at,
         )
         for row in rows

@@ -4,6 +4,11 @@ Anonymous users are sent to the login page; a signed-in user without a role gets
 pages and 404 on objects (existence is not revealed); operators read; admins also edit.
 Every POST endpoint also refuses a request without a CSRF token. A URL pattern missing
 from the matrix below fails the test, so new pages must declare their access rule.
+
+The HTTP API (/api/v1/) authenticates by API key, never by the session cookie: every
+operation answers 401 problem+json to every persona here (none sends a key), its OpenAPI
+document and docs page are public, and it needs no CSRF token (a bearer key is not sent
+by browsers on their own). Keys' own rules are in tests/api/.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 SID = "s-matrix"
 
 # name -> (kind, method). Kinds: public, page (needs a role), object (a session's page),
-# edit (admin-only change of a session's data).
+# edit (admin-only change of a session's data), api (needs an API key: 401 problem+json),
+# api-root (404).
 MATRIX: dict[str, tuple[str, str]] = {
     "login": ("public", "GET"),
     "logout": ("logout", "POST"),
@@ -57,6 +63,28 @@ MATRIX: dict[str, tuple[str, str]] = {
     "todos:status": ("edit", "POST"),
     "todos:move": ("edit", "POST"),
     "todos:delete": ("edit", "POST"),
+    "api:openapi-json": ("public", "GET"),
+    "api:openapi-view": ("public", "GET"),
+    "api:api-root": ("api-root", "GET"),
+    "api:create_session": ("api", "POST"),
+    "api:get_session": ("api", "GET"),
+    "api:list_events": ("api", "GET"),
+    "api:append_events": ("api", "POST"),
+    "api:delete_event": ("api", "DELETE"),
+    "api:publish_partials": ("api", "POST"),
+    "api:get_context": ("api", "GET"),
+    "api:record_outcome": ("api", "POST"),
+    "api:export_session": ("api", "GET"),
+    "api:list_turns": ("api", "GET"),
+    "api:begin_turn": ("api", "POST"),
+    "api:get_turn": ("api", "GET"),
+    "api:finalize_turn": ("api", "POST"),
+    "api:interrupt_turns": ("api", "POST"),
+    "api:acquire_lease": ("api", "POST"),
+    "api:renew_lease": ("api", "PUT"),
+    "api:release_lease": ("api", "DELETE"),
+    "api:get_todos": ("api", "GET"),
+    "api:put_todos": ("api", "PUT"),
 }
 
 
@@ -82,6 +110,7 @@ def _url(name: str, parameters: tuple[str, ...], event_id: int) -> str:
         return "/"
     values = {
         "session_id": SID, "turn_id": "t-1", "event_id": event_id, "index": 0, "name": "concepts",
+        "lease_id": "l-1",
     }  # fmt: skip
     return reverse(name, kwargs={key: values[key] for key in parameters})
 
@@ -100,7 +129,11 @@ def stored_session() -> Event:
 
 
 def _request(client: Client, method: str, url: str) -> _MonkeyPatchedWSGIResponse:
-    return client.get(url) if method == "GET" else client.post(url, {})
+    if method == "GET":
+        return client.get(url)
+    if method == "POST":
+        return client.post(url, {})
+    return client.generic(method, url)
 
 
 def test_every_url_pattern_is_in_the_matrix() -> None:
@@ -125,6 +158,12 @@ def test_access_of_every_url(
         where = f"{persona} {method} {url} ({kind})"
         if kind == "public":
             assert status == 200, where
+        elif kind == "api":
+            assert status == 401, where
+            assert response["Content-Type"] == "application/problem+json", where
+            assert response.json()["status"] == 401, where
+        elif kind == "api-root":
+            assert status == 404, where
         elif kind == "logout":
             assert status == 302, where
             if user is not None:
@@ -148,7 +187,7 @@ def test_every_change_needs_a_csrf_token(stored_session: Event, admin_user: User
     client.force_login(admin_user)
     for name, pattern in _patterns(get_resolver().url_patterns):
         kind, method = MATRIX[name]
-        if method == "POST" and kind != "logout":
+        if method == "POST" and kind not in {"logout", "api"}:
             response = client.post(_url(name, pattern, stored_session.id), {})
             assert response.status_code == 403, name
             assert b"CSRF" in response.content, name

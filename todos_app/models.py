@@ -82,6 +82,7 @@ class TodoChange(models.Model):
         AGENT = "agent"
         PERSON = "person"
         IMPORT = "import"
+        API = "api"
 
     todo_list = models.ForeignKey(TodoList, on_delete=models.CASCADE, related_name="changes")
     version = models.PositiveIntegerField()
@@ -96,6 +97,8 @@ class TodoChange(models.Model):
     turn_id = models.CharField(max_length=255, blank=True, default="")
     event_id = models.BigIntegerField(null=True, blank=True)
     action = models.CharField(max_length=32)
+    # An API caller's name ("api key NAME"); empty for the other actors.
+    via = models.CharField(max_length=150, blank=True, default="")
     before = models.JSONField(default=list)
     after = models.JSONField(default=list)
     created_at = models.DateTimeField()

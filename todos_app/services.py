@@ -58,7 +58,8 @@ TODOS_CHANGED = "todos.changed"
 class Actor:
     """Who makes a change, for the audit.
 
-    `kind`: "agent", "person" or "import" (`TodoChange.Actor`). `user`: the signed-in
+    `kind`: "agent", "person", "import" or "api" (`TodoChange.Actor`); `via`: how an
+    API caller is named ("api key NAME"). `user`: the signed-in
     person (None for agents and imports). `turn_id` / `event_id`: the agent's turn and the
     event holding the tool call ("" / None when unknown).
     """
@@ -67,6 +68,7 @@ class Actor:
     user: User | AnonymousUser | None = None
     turn_id: str = ""
     event_id: int | None = None
+    via: str = ""
 
     @classmethod
     def person(cls, user: User | AnonymousUser) -> Actor:
@@ -77,6 +79,11 @@ class Actor:
     def agent(cls, turn_id: str = "", event_id: int | None = None) -> Actor:
         """An agent's tool call (or state delta) in turn `turn_id`, event `event_id`."""
         return cls(kind=TodoChange.Actor.AGENT, turn_id=turn_id, event_id=event_id)
+
+    @classmethod
+    def api(cls, via: str) -> Actor:
+        """A program writing through the HTTP API with the key named by `via`."""
+        return cls(kind=TodoChange.Actor.API, via=via)
 
 
 @dataclass(frozen=True)
@@ -227,6 +234,7 @@ def change_todos(
             turn_id=actor.turn_id[:255],
             event_id=actor.event_id,
             action=action[:32],
+            via=actor.via[:150],
             before=dump_todos(before),
             after=dump_todos(after),
             created_at=now,

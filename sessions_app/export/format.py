@@ -284,7 +284,7 @@ class ExportTodoChange(_Part):
     version: StrictInt = Field(ge=0)
     # The todo app's `TodoChange.Actor` values (a test keeps them equal): the export format
     # does not import the todo app, which depends on sessions, not the other way round.
-    actor: Literal["agent", "person", "import"]
+    actor: Literal["agent", "person", "import", "api"]
     user: StrictStr | None = Field(description="username")
     turn_id: TurnIdOrEmpty
     event_id: StrictInt | None = Field(

@@ -64,6 +64,12 @@ class LiveSessionService(DjangoSessionService):
     async def append_event(self, event: Event) -> Event:
         """Store (see `DjangoSessionService.append_event`), then broadcast ``live.event``."""
         stored = await super().append_event(event)
+        await self.announce_event(stored)
+        return stored
+
+    async def announce_event(self, stored: Event) -> None:
+        """Broadcast ``live.event`` for an event this store just stored (for writes that
+        stored it in a transaction of their own, e.g. the HTTP API's batches)."""
         values = event_values(stored)
         calls = self._turns.get(stored.turn_id) if stored.turn_id else None
         if stored.turn_id:
@@ -74,7 +80,6 @@ class LiveSessionService(DjangoSessionService):
             pair, count = await self._pair_from_database(values), None
         payload = {**values, "pair": pair, "event_count": count}
         await send(stored.session_id, {"type": EVENT, "event": payload})
-        return stored
 
     @staticmethod
     async def _pair_from_database(values: dict[str, Any]) -> dict[str, Any] | None:
@@ -96,6 +101,10 @@ class LiveSessionService(DjangoSessionService):
         """Send a partial event (as yielded by the runner) as ``live.partial``."""
         payload = partial_payload(event, self._last_id.get(event.turn_id, 0))
         await send(event.session_id, {"type": PARTIAL, "partial": payload})
+
+    async def announce_turn(self, turn_id: str) -> None:
+        """Broadcast ``live.turn`` with the stored turn `turn_id` (after a write elsewhere)."""
+        await self._send_turn(turn_id)
 
     async def _send_turn(self, turn_id: str) -> None:
         try:

@@ -97,6 +97,13 @@ def register_store(kind: StoreKind) -> None:
     STORE_KINDS.append(kind)
 
 
+# The remote client over the HTTP API, against a live server (tests/runtime/remote_store.py).
+from tests.runtime.remote_store import REMOTE, remote_api_server  # noqa: E402
+
+register_store(REMOTE)
+__all__ = ["remote_api_server"]
+
+
 _SELECTORS: dict[str, Callable[[StoreKind], bool]] = {
     "store": lambda kind: True,
     "durable_store": lambda kind: kind.durable,

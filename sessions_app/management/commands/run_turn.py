@@ -1,4 +1,9 @@
-"""`manage.py run_turn SESSION_ID "message" [--agent dotted.path]`: run one turn.
+"""`manage.py run_turn SESSION_ID "message" [--agent dotted.path] [--to URL --api-key KEY]`:
+run one turn.
+
+With `--to`, the turn runs here but records into the dashboard at URL through its HTTP API
+(`agentops.client.RemoteSessionService`, docs/interfaces.md), as any remote runner would;
+the agent's todo tools then keep the list through the API too (`RemoteTodoStore`).
 
 Runs the turn through the Runner on the database (docs/runtime.md §3) and prints what it yields as
 it comes: partial text inline, each stored event with its id, then the turn's final status
@@ -11,12 +16,17 @@ from __future__ import annotations
 
 import asyncio
 from argparse import ArgumentParser
+from importlib import import_module
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from agentops.client import RemoteSessionService, RemoteTodoStore, StoreUnreachableError
+from agentops.runtime import Runner
 from agentops.runtime.errors import SessionNotFoundError
 from agentops.runtime.model import Event
+from agentops.runtime.session import TurnStatus
 from sessions_app import live
 from sessions_app.models import Turn
 
@@ -30,10 +40,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--agent", default="", help="dotted path of an agent factory (default AGENTOPS_AGENT)"
         )
+        parser.add_argument("--to", default="", help="record through the HTTP API at this URL")
+        parser.add_argument("--api-key", default="", help="API key for --to")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["to"] and not options["api_key"]:
+            raise CommandError("--to needs --api-key", returncode=2)
+        remote = RemoteSessionService(options["to"], options["api_key"]) if options["to"] else None
         try:
-            agent = live.get_agent(options["agent"])
+            agent = (
+                _remote_agent(options["agent"], remote)
+                if remote
+                else live.get_agent(options["agent"])
+            )
         except (ImportError, AttributeError, ValueError) as bad:
             raise CommandError(f"cannot load the agent: {bad}", returncode=2) from None
         streaming = False
@@ -66,6 +85,9 @@ class Command(BaseCommand):
                 line += f"\n    {kind} for {response.tool_call_id}: {value}"
             self.stdout.write(line)
 
+        if remote is not None:
+            asyncio.run(self._run_remote(remote, options, agent, show))
+            return
         service = live.LiveSessionService()
         service.on_begin = lambda turn: turn_ids.append(turn.id)
         error_name = ""
@@ -98,3 +120,47 @@ class Command(BaseCommand):
         self.stdout.write(status)
         if turn.status != Turn.Status.COMPLETED:
             raise CommandError("the turn did not complete", returncode=1)
+
+    async def _run_remote(
+        self, service: RemoteSessionService, options: dict[str, Any], agent: Any, show: Any
+    ) -> None:
+        """Run the turn recording through the API at `--to`; print its final status."""
+        async with service:
+            turn_ids: list[str] = []
+            try:
+                async for event in Runner(agent, service).run(
+                    options["session_id"], options["message"]
+                ):
+                    if event.turn_id and event.turn_id not in turn_ids:
+                        turn_ids.append(event.turn_id)
+                    if event.partial:
+                        await service.publish_partial(event)
+                    show(event)
+            except SessionNotFoundError:
+                raise CommandError(f"no session {options['session_id']!r}", returncode=2) from None
+            except StoreUnreachableError as down:
+                raise CommandError(str(down), returncode=2) from None
+            except Exception:  # the turn's outcome is recorded; report it below
+                pass
+            turns = await service.list_turns(options["session_id"])
+        if not turns:
+            raise CommandError("no turn was recorded", returncode=1)
+        turn = turns[-1]
+        status = f"turn {turn.id}: {turn.status.value}"
+        if turn.reason:
+            status += f" ({turn.reason.value})"
+        if turn.failure is not None:
+            status += f" failure {turn.failure.code} at stage {turn.failure.stage or '-'}"
+        self.stdout.write(status)
+        if turn.status is not TurnStatus.COMPLETED:
+            raise CommandError("the turn did not complete", returncode=1)
+
+
+def _remote_agent(path: str, service: RemoteSessionService) -> Any:
+    """The agent of factory `path` (default AGENTOPS_AGENT) keeping its todo list through
+    the API (`RemoteTodoStore`)."""
+    dotted = path or settings.AGENTOPS_AGENT
+    module_name, _, attr = dotted.rpartition(".")
+    if not module_name:
+        raise ImportError(f"{dotted!r} is not a dotted path")
+    return getattr(import_module(module_name), attr)(todo_store=RemoteTodoStore(service.http))

@@ -1,0 +1,220 @@
+"""The API's writes: the broadcasting store plus what remote clients need.
+
+`ApiSessionService` is `sessions_app.live.LiveSessionService` (every write reaches the
+session's watchers at once) with three additions for callers in other processes:
+
+- `append_batch`: a batch of events, each with a client key (idempotency key, unique per
+  session), stored in one transaction; a key already stored answers its stored id, so a
+  retried batch is stored once. Events are redacted like imports first
+  (`sessions_app.ingest.redaction.redact_value`);
+- `begin_attributed_turn`: a turn noted as begun through the API key (`Turn.status_note`
+  reads "via api key NAME"), covered by the caller's run lease when it gives one;
+- `session_or_create`: create-or-get, idempotent for a retried create.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agentops.runtime import errors
+from agentops.runtime.model import Content, Event
+from agentops.runtime.session import Session, Turn, TurnStatus
+from sessions_app import models
+from sessions_app.api.models import EventClientKey, RunLease
+from sessions_app.api.problems import ApiProblem
+from sessions_app.ingest.redaction import redact_value
+from sessions_app.live import LiveSessionService
+from sessions_app.store import turn_from_row
+
+__all__ = ["ApiSessionService", "BatchItem", "redact_event"]
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One event of a batch and its client key ("" = none: no retry protection)."""
+
+    client_key: str
+    event: Event
+
+
+def redact_event(event: Event) -> Event:
+    """`event` with credentials in its content and state delta redacted, as imports are."""
+    content = event.content.model_dump(mode="json", exclude_defaults=True)
+    redacted_content = redact_value(content)
+    redacted_delta = redact_value(event.state_delta)
+    if redacted_content is content and redacted_delta is event.state_delta:
+        return event
+    return event.model_copy(
+        update={
+            "content": Content.model_validate(redacted_content),
+            "state_delta": redacted_delta,
+        }
+    )
+
+
+class ApiSessionService(LiveSessionService):
+    """`LiveSessionService` with the API's idempotent batches and attribution.
+
+    `actor`: the label of the caller ("api key NAME"), written where people see it.
+    """
+
+    def __init__(self, actor: str) -> None:
+        super().__init__()
+        self.actor = actor
+
+    # -- sessions ------------------------------------------------------------------------
+
+    async def session_or_create(
+        self, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any]
+    ) -> tuple[Session, bool]:
+        """The session `session_id` (created when missing; a new id when None) and whether
+        it was created now. An existing session of another app or user -> 409."""
+        if session_id:
+            existing = await self.get_session(session_id)
+            if existing is not None:
+                self._same_key(existing, app_name, user_id)
+                return existing, False
+        try:
+            return await self.create_session(
+                app_name, user_id, session_id=session_id, state=state
+            ), True
+        except ValueError:  # created meanwhile (a retried or concurrent create)
+            existing = await self.get_session(session_id or "")
+            if existing is None:  # pragma: no cover
+                raise
+            self._same_key(existing, app_name, user_id)
+            return existing, False
+
+    @staticmethod
+    def _same_key(session: Session, app_name: str, user_id: str) -> None:
+        if (session.app_name, session.user_id) != (app_name, user_id):
+            raise ApiProblem(
+                409,
+                "session-exists",
+                f"session {session.id!r} exists with another app name or user id",
+                session_id=session.id,
+            )
+
+    # -- events --------------------------------------------------------------------------
+
+    async def append_batch(
+        self, session_id: str, items: Sequence[BatchItem]
+    ) -> list[tuple[int, datetime]]:
+        """Store the events of `items` in order, in one transaction, and broadcast the new
+        ones; returns the stored (id, created_at) of each item (an item whose client key
+        was stored before answers that event's and is not stored again).
+
+        Raises `SessionNotFoundError`, `InvalidEventError` (partial or foreign event) and
+        ApiProblem 422 when a key repeats within the batch; nothing is stored then.
+        """
+        keys = [item.client_key for item in items if item.client_key]
+        if len(keys) != len(set(keys)):
+            raise ApiProblem(422, "duplicate-client-key", "a client key repeats in the batch")
+        for item in items:
+            if item.event.partial:
+                raise errors.InvalidEventError(session_id, "partial events are never stored")
+            if item.event.session_id != session_id:
+                raise errors.InvalidEventError(
+                    session_id, f"event belongs to session {item.event.session_id!r}"
+                )
+        events = [BatchItem(item.client_key, redact_event(item.event)) for item in items]
+        try:
+            ids, new = await sync_to_async(self._store_batch)(session_id, events)
+        except IntegrityError:  # a concurrent retry stored the same keys first
+            ids, new = await sync_to_async(self._store_batch)(session_id, events)
+        for event in new:
+            await self.announce_event(event)
+        return ids
+
+    def _store_batch(
+        self, session_id: str, items: Sequence[BatchItem]
+    ) -> tuple[list[tuple[int, datetime]], list[Event]]:
+        with transaction.atomic():
+            if not models.Session.objects.filter(pk=session_id).exists():
+                raise errors.SessionNotFoundError(session_id)
+            keys = [item.client_key for item in items if item.client_key]
+            known = {
+                key: (event_id, created_at)
+                for key, event_id, created_at in EventClientKey.objects.filter(
+                    session_id=session_id, client_key__in=keys
+                ).values_list("client_key", "event_id", "event__created_at")
+            }
+            ids: list[tuple[int, datetime]] = []
+            new: list[Event] = []
+            for item in items:
+                if item.client_key in known:
+                    ids.append(known[item.client_key])
+                    continue
+                stored = self._append_event(item.event)
+                if item.client_key:
+                    EventClientKey.objects.create(
+                        session_id=session_id, client_key=item.client_key, event_id=stored.id
+                    )
+                assert stored.created_at is not None
+                ids.append((stored.id, stored.created_at))
+                new.append(stored)
+        return ids, new
+
+    async def publish_partial(self, event: Event) -> None:
+        """Send a partial event to the session's watchers (never stored)."""
+        last = await sync_to_async(self._last_stored_id)(event.session_id, event.turn_id)
+        if event.turn_id:
+            self._last_id[event.turn_id] = last
+        await self.broadcast_partial(event)
+
+    @staticmethod
+    def _last_stored_id(session_id: str, turn_id: str) -> int:
+        rows = models.Event.objects.filter(session_id=session_id, turn_id=turn_id)
+        return rows.order_by("-id").values_list("id", flat=True).first() or 0
+
+    # -- turns ---------------------------------------------------------------------------
+
+    async def begin_attributed_turn(
+        self, session_id: str, turn: Turn, lease_id: str
+    ) -> tuple[Turn, bool]:
+        """Begin `turn` (docs/runtime.md §2) noted "via <actor>"; a turn with the same id,
+        session and start that is already running is answered as it is (a retried
+        request). With a live lease on the session, `lease_id` must be that lease (else
+        409) and the lease then covers this turn. Returns (the turn, begun now)."""
+        if not turn.id or turn.status is not TurnStatus.RUNNING or turn.session_id != session_id:
+            await self.begin_turn(session_id, turn)  # raises the store's own error
+        begun, created = await sync_to_async(self._begin_attributed)(session_id, turn, lease_id)
+        if created:
+            await self.announce_turn(begun.id)
+        return begun, created
+
+    def _begin_attributed(self, session_id: str, turn: Turn, lease_id: str) -> tuple[Turn, bool]:
+        with transaction.atomic():
+            existing = models.Turn.objects.filter(pk=turn.id).first()
+            if existing is not None:
+                same = (
+                    existing.session_id == session_id
+                    and existing.started_at == turn.started_at
+                    and existing.status == TurnStatus.RUNNING
+                )
+                if same:
+                    return turn_from_row(existing), False
+                raise errors.InvalidTurnError(turn.id, "a turn with this id already exists")
+            lease = RunLease.objects.select_for_update().filter(session_id=session_id).first()
+            if lease is not None and lease.expires_at > timezone.now():
+                if lease.lease_id != lease_id:
+                    raise ApiProblem(
+                        409,
+                        "session-leased",
+                        f"session {session_id!r} is leased by {lease.holder} until "
+                        f"{lease.expires_at.isoformat()}",
+                        holder=lease.holder,
+                        expires_at=lease.expires_at.isoformat(),
+                    )
+                lease.turn_id = turn.id
+                lease.save(update_fields=["turn_id"])
+            begun = self._begin_turn(session_id, turn)
+            models.Turn.objects.filter(pk=turn.id).update(status_note=f"via {self.actor}")
+        return begun, True

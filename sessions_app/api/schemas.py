@@ -1,0 +1,210 @@
+"""Request and response bodies of the HTTP API (django-ninja schemas, pydantic models).
+
+The OpenAPI document at ``/api/v1/openapi.json`` is derived from these and from the
+runtime's own value types (`Event`'s `Content`, `Session`, `Turn`), never written by hand.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+from agentops.runtime.model import Content, Event, FinishReason, ToolCall, Usage
+from agentops.runtime.session import Turn, TurnReason, TurnStatus
+
+__all__ = [
+    "AppendIn",
+    "AppendOut",
+    "ContextOut",
+    "EventIn",
+    "EventsOut",
+    "FailureIn",
+    "FinalizeIn",
+    "InterruptIn",
+    "IssueOut",
+    "LeaseIn",
+    "LeaseOut",
+    "OutcomeIn",
+    "OutcomeOut",
+    "PartialsIn",
+    "Problem",
+    "RenewIn",
+    "SessionIn",
+    "TurnIn",
+    "TurnsOut",
+]
+
+#: Ids and names: what the columns hold (255 characters).
+Id = Field(min_length=1, max_length=255, pattern=r"^[^\x00]+$")
+
+
+class Problem(Schema):
+    """An error (RFC 9457 ``application/problem+json``); extension members name the ids."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str
+
+
+class SessionIn(Schema):
+    """Create a session, or get it when `session_id` exists with the same app and user."""
+
+    app_name: str = Id
+    user_id: str = Field("", max_length=255, pattern=r"^[^\x00]*$")
+    session_id: str | None = Field(None, min_length=1, max_length=255, pattern=r"^[\w.:-]+$")
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+class EventIn(Schema):
+    """One complete event to store. `client_key`: unique per session; a retried batch
+    whose keys were stored answers the stored ids instead of storing them again."""
+
+    client_key: str = Field("", max_length=200)
+    turn_id: str = Field("", max_length=255)
+    author: str = Field("", max_length=255)
+    content: Content
+    finish_reason: FinishReason = FinishReason.NONE
+    usage: Usage | None = None
+    state_delta: dict[str, Any] = Field(default_factory=dict)
+
+
+class AppendIn(Schema):
+    """A batch of events, stored in order in one transaction (all or none)."""
+
+    events: list[EventIn] = Field(min_length=1, max_length=1000)
+
+
+class AppendOut(Schema):
+    """The stored id and creation time (UTC) of each event of the batch, in batch order."""
+
+    ids: list[int]
+    created_at: list[datetime]
+
+
+class PartialIn(Schema):
+    """A streaming fragment for watchers (never stored)."""
+
+    turn_id: str = Field("", max_length=255)
+    author: str = Field("", max_length=255)
+    content: Content
+
+
+class PartialsIn(Schema):
+    """Fragments to publish, in order."""
+
+    events: list[PartialIn] = Field(min_length=1, max_length=1000)
+
+
+class EventsOut(Schema):
+    """Active events in conversation order."""
+
+    events: list[Event]
+
+
+class TurnIn(Schema):
+    """Begin a running turn. `lease_id`: the caller's run lease (needed while one is held)."""
+
+    turn_id: str = Id
+    started_at: datetime | None = None
+    lease_id: str = Field("", max_length=64)
+
+
+class FailureIn(Schema):
+    """A failure (docs/runtime.md §2). `message` is stored only when `message_safe` is true:
+    the client vouches that it holds no user data, secret or instruction (docs/runtime.md §6)."""
+
+    code: str = Field(max_length=200)
+    stage: str = Field("", max_length=40)
+    message: str = Field("", max_length=2000)
+    message_safe: bool = False
+
+
+class FinalizeIn(Schema):
+    """A terminal outcome; checked by the runtime's `validate_outcome` (docs/runtime.md §2)."""
+
+    status: TurnStatus
+    reason: TurnReason = TurnReason.NONE
+    failure: FailureIn | None = None
+
+
+class InterruptIn(Schema):
+    """Interrupt every running turn of the session with `reason`."""
+
+    reason: TurnReason
+
+
+class TurnsOut(Schema):
+    """Turns by start, then id."""
+
+    turns: list[Turn]
+
+
+class IssueOut(Schema):
+    """A tool-protocol issue (docs/runtime.md §5): calls of an assistant event without a
+    durable result."""
+
+    turn_id: str
+    event_id: int
+    tool_calls: list[ToolCall]
+
+
+class ContextOut(Schema):
+    """What the next turn's agent would be sent (the product projection, docs/runtime.md
+    §4), the tool-protocol issues of the stored history, and the unknown-execution error
+    that refuses the next run (null when none)."""
+
+    context: list[Event]
+    issues: list[IssueOut]
+    error: str | None
+
+
+class OutcomeIn(Schema):
+    """What happened to an unanswered tool call (docs/concepts.md, recorded tool outcomes)."""
+
+    event_id: int = Field(ge=1)
+    call_id: str = Id
+    outcome: str = Field(pattern=r"^(did_not_run|ran)$")
+    result: Any = None
+    reason: str = Field(min_length=1, max_length=5000)
+
+
+class OutcomeOut(Schema):
+    """A recorded outcome."""
+
+    id: int
+    event_id: int
+    call_id: str
+    outcome: str
+    recorded_via: str
+    recorded_at: datetime
+
+
+class LeaseIn(Schema):
+    """Acquire the session's run lease for `ttl_seconds`, waiting up to `wait_seconds` for
+    a current holder. `lease_id` (optional, chosen by the client) makes a retry safe."""
+
+    ttl_seconds: float = Field(15.0, ge=1, le=3600)
+    wait_seconds: float = Field(0.0, ge=0, le=30)
+    lease_id: str = Field("", max_length=64, pattern=r"^[\w-]*$")
+    holder: str = Field("", max_length=100)
+
+
+class RenewIn(Schema):
+    """Renew a lease for `ttl_seconds` from now."""
+
+    ttl_seconds: float = Field(15.0, ge=1, le=3600)
+
+
+class LeaseOut(Schema):
+    """A lease held: its id and when it expires (UTC) unless renewed."""
+
+    lease_id: str
+    expires_at: datetime
+    ttl_seconds: float

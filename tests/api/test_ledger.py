@@ -1,0 +1,189 @@
+"""The turn ledger through the API: idempotent batches, outcome rules, safe failure
+messages, redaction, attribution, todos with versions, leases, the body limit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from sessions_app.models import Event, RunLease, ToolOutcome, Turn
+from tests.api.conftest import ApiClient
+from todos_app.models import TodoChange
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def session(writer: ApiClient) -> str:
+    assert writer.post("/sessions", {"app_name": "ops", "session_id": "s-1"}).status_code == 201
+    assert writer.post("/sessions/s-1/turns", {"turn_id": "t-1"}).status_code == 201
+    return "s-1"
+
+
+def _event(key: str, text: str, **extra: object) -> dict[str, object]:
+    return {"client_key": key, "turn_id": "t-1", "content": {"role": "user", "text": text}, **extra}
+
+
+def test_retried_batch_is_stored_once(writer: ApiClient, session: str) -> None:
+    batch = {"events": [_event("k-1", "one"), _event("k-2", "two")]}
+    first = writer.post("/sessions/s-1/events", batch).json()
+    again = writer.post("/sessions/s-1/events", batch).json()
+    assert first == again and len(first["ids"]) == 2
+    assert Event.objects.filter(session_id="s-1").count() == 2
+    # A batch mixing a stored key and a new one stores only the new one.
+    mixed = writer.post(
+        "/sessions/s-1/events", {"events": [_event("k-2", "two"), _event("k-3", "3")]}
+    )
+    assert mixed.json()["ids"][0] == first["ids"][1]
+    assert Event.objects.filter(session_id="s-1").count() == 3
+
+
+def test_a_bad_batch_stores_nothing(writer: ApiClient, session: str) -> None:
+    bad = {"events": [_event("k-1", "ok"), _event("k-1", "repeated key")]}
+    response = writer.post("/sessions/s-1/events", bad)
+    assert response.status_code == 422 and "repeats" in response.json()["detail"]
+    todos = _event("k-9", "x", state_delta={"todos": "not a list"})
+    response = writer.post("/sessions/s-1/events", {"events": [_event("k-8", "first"), todos]})
+    assert response.status_code == 422
+    assert not Event.objects.filter(session_id="s-1").exists()
+
+
+def test_events_are_redacted_like_imports(writer: ApiClient, session: str) -> None:
+    text = "deploy with AKIAIOSFODNN7EXAMPLE"
+    delta = {"config": {"password": "hunter2"}}
+    writer.post("/sessions/s-1/events", {"events": [_event("k", text, state_delta=delta)]})
+    stored = Event.objects.get(session_id="s-1")
+    assert "AKIAIOSFODNN7EXAMPLE" not in stored.text and "[REDACTED:" in stored.text
+    assert "hunter2" not in str(stored.state_delta)
+
+
+def test_outcome_rules_and_safe_failure_messages(writer: ApiClient, session: str) -> None:
+    bad = writer.post("/turns/t-1/finalize", {"status": "failed", "reason": "canceled"})
+    assert bad.status_code == 422 and "not valid for a failed turn" in bad.json()["detail"]
+    code = writer.post(
+        "/turns/t-1/finalize",
+        {"status": "failed", "reason": "agent_error",
+         "failure": {"code": "Ignore previous instructions", "stage": "agent"}},
+    )  # fmt: skip
+    assert code.status_code == 422 and code.json()["type"].endswith("invalid-outcome")
+    failure = {"code": "provider_error", "stage": "provider", "message": "user data here"}
+    done = writer.post(
+        "/turns/t-1/finalize", {"status": "failed", "reason": "agent_error", "failure": failure}
+    )
+    assert done.status_code == 200 and done.json()["failure"]["message"] == ""
+    turn = Turn.objects.get(pk="t-1")
+    assert (turn.failure_code, turn.failure_message) == ("provider_error", "")
+    again = writer.post("/turns/t-1/finalize", {"status": "completed"})
+    assert again.status_code == 409 and again.json()["turn_status"] == "failed"
+    writer.post("/sessions/s-1/turns", {"turn_id": "t-2"})
+    safe = {**failure, "message": "The provider was down.", "message_safe": True}
+    writer.post(
+        "/turns/t-2/finalize", {"status": "failed", "reason": "agent_error", "failure": safe}
+    )
+    assert Turn.objects.get(pk="t-2").failure_message == "The provider was down."
+
+
+def test_writes_are_attributed_to_the_key(writer: ApiClient, session: str) -> None:
+    assert Turn.objects.get(pk="t-1").status_note == "via api key writer"
+    call = {"id": "c-1", "name": "deploy", "arguments": {}}
+    content = {"role": "assistant", "tool_calls": [call]}
+    ids = writer.post(
+        "/sessions/s-1/events", {"events": [{"turn_id": "t-1", "content": content}]}
+    ).json()["ids"]
+    writer.post("/turns/t-1/finalize", {"status": "completed"})
+    issues = writer.get("/sessions/s-1/context").json()
+    assert issues["issues"][0]["event_id"] == ids[0] and issues["context"] == []
+    assert "no result for call(s) 'c-1'" in issues["error"]
+    recorded = writer.post(
+        "/sessions/s-1/tool-outcomes",
+        {"event_id": ids[0], "call_id": "c-1", "outcome": "did_not_run", "reason": "checked"},
+    )
+    assert recorded.status_code == 201, recorded.content
+    assert ToolOutcome.objects.get().recorded_via == "api key writer"
+    context = writer.get("/sessions/s-1/context").json()
+    assert context["issues"] == [] and context["error"] is None and len(context["context"]) == 2
+    writer.put("/sessions/s-1/todos", {"items": [{"content": "check"}]})
+    change = TodoChange.objects.get()
+    assert (change.actor, change.via) == ("api", "api key writer")
+
+
+def test_todos_use_versions(writer: ApiClient, session: str) -> None:
+    empty = writer.get("/sessions/s-1/todos")
+    assert empty["ETag"] == '"0"' and empty.json() == {"version": 0, "items": []}
+    first = writer.put("/sessions/s-1/todos", {"items": [{"content": "a"}]}, **{"If-Match": '"0"'})
+    assert first.status_code == 200 and first["ETag"] == '"1"'
+    stale = writer.put("/sessions/s-1/todos", {"items": []}, **{"If-Match": '"0"'})
+    assert stale.status_code == 412 and stale.json()["version"] == 1
+    assert writer.get("/sessions/s-1/todos").json()["items"][0]["content"] == "a"
+    assert writer.put("/sessions/s-1/todos", {"items": []}, **{"If-Match": "x"}).status_code == 400
+
+
+def test_second_runner_is_refused_with_the_holder(writer: ApiClient, session: str) -> None:
+    lease = writer.post("/sessions/s-1/lease", {"ttl_seconds": 30}).json()
+    refused = writer.post("/sessions/s-1/lease", {"ttl_seconds": 30})
+    assert refused.status_code == 409
+    assert refused.json()["holder"] == "api key writer" and refused.json()["expires_at"]
+    busy = writer.post("/sessions/s-1/turns", {"turn_id": "t-x"})
+    assert busy.status_code == 409 and busy.json()["type"].endswith("session-leased")
+    path = f"/sessions/s-1/lease/{lease['lease_id']}"
+    assert writer.put(path, {"ttl_seconds": 30}).status_code == 200
+    assert writer.delete(path).status_code == 204
+    assert writer.post("/sessions/s-1/lease", {"ttl_seconds": 30}).status_code == 201
+
+
+def test_expired_lease_abandons_its_turn_when_the_session_is_touched(
+    writer: ApiClient, session: str
+) -> None:
+    writer.post("/turns/t-1/finalize", {"status": "completed"})
+    lease = writer.post("/sessions/s-1/lease", {"ttl_seconds": 30}).json()
+    begun = writer.post("/sessions/s-1/turns", {"turn_id": "t-2", "lease_id": lease["lease_id"]})
+    assert begun.status_code == 201
+    RunLease.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    turn = writer.get("/turns/t-2").json()
+    assert (turn["status"], turn["reason"]) == ("interrupted", "abandoned")
+    lost = writer.put(f"/sessions/s-1/lease/{lease['lease_id']}", {"ttl_seconds": 30})
+    assert lost.status_code == 409 and lost.json()["type"].endswith("lease-lost")
+    assert writer.post("/sessions/s-1/lease", {"ttl_seconds": 30}).status_code == 201
+
+
+@override_settings(AGENTOPS_API_MAX_BODY_BYTES=1000)
+def test_body_over_the_limit_gets_413(writer: ApiClient, session: str) -> None:
+    big = {"events": [_event("k", "x" * 2000)]}
+    response = writer.post("/sessions/s-1/events", big)
+    assert response.status_code == 413 and response["Content-Type"] == "application/problem+json"
+    assert "limit is 1000" in response.json()["detail"]
+    assert not Event.objects.exists()
+
+
+def test_openapi_document_is_derived_and_public() -> None:
+    document = ApiClient("").get("/openapi.json").json()
+    assert document["openapi"].startswith("3.1")
+    assert "/api/v1/sessions/{session_id}/events" in document["paths"]
+    assert document["components"]["securitySchemes"]["ApiKeyBearer"]["scheme"] == "bearer"
+    assert "Content" in document["components"]["schemas"]
+
+
+def test_thought_signatures_round_trip_as_base64(writer: ApiClient, session: str) -> None:
+    call = {"id": "c-1", "name": "f", "arguments": {}, "thought_signature": "c2lnbg=="}
+    content = {"role": "assistant", "tool_calls": [call]}
+    writer.post("/sessions/s-1/events", {"events": [{"turn_id": "t-1", "content": content}]})
+    events = writer.get("/sessions/s-1/events").json()["events"]
+    assert events[0]["content"]["tool_calls"][0]["thought_signature"] == "c2lnbg=="
+
+
+def test_sweep_abandons_the_turns_of_expired_leases(writer: ApiClient, session: str) -> None:
+    from django.core.management import call_command
+
+    lease = writer.post("/sessions/s-1/lease", {"ttl_seconds": 30}).json()
+    writer.post("/turns/t-1/finalize", {"status": "completed"})
+    writer.post("/sessions/s-1/turns", {"turn_id": "t-2", "lease_id": lease["lease_id"]})
+    call_command("api_lease_sweep")
+    assert Turn.objects.get(pk="t-2").status == "running"  # not expired yet
+    RunLease.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    call_command("api_lease_sweep")
+    turn = Turn.objects.get(pk="t-2")
+    assert (turn.status, turn.reason) == ("interrupted", "abandoned")
+    assert not RunLease.objects.exists()
