@@ -34,7 +34,7 @@ from sessions_app.api.schemas import (
 )
 from sessions_app.export import build_export
 from sessions_app.outcomes import OutcomeRejectedError, record_tool_outcome
-from sessions_app.projector import apply_tool_outcomes, explain_product_projection, load_outcomes
+from sessions_app.projector import explain_product_projection, load_outcomes, product_history
 from sessions_app.store import load_facts
 
 __all__ = ["router"]
@@ -139,8 +139,8 @@ async def publish_partials(request: HttpRequest, session_id: str, body: Partials
 
 def _context(session_id: str) -> dict[str, Any]:
     turns, events = load_facts(session_id)
-    explanation = explain_product_projection(session_id, turns, events)
-    history = apply_tool_outcomes(events, load_outcomes(session_id))
+    explanation = explain_product_projection(session_id, turns, events).explanation
+    _compacted, history = product_history(events, load_outcomes(session_id))
     issues = [
         IssueOut(turn_id=issue.turn_id, event_id=issue.event_id, tool_calls=list(issue.tool_calls))
         for issue in inspect_tool_protocol(history)
