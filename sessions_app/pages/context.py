@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from sessions_app.access import get_session_for_user
 from sessions_app.pages import presenters
@@ -15,7 +15,7 @@ from sessions_app.projector import explain_product_projection
 from sessions_app.store import load_facts
 
 
-@require_GET
+@require_safe
 def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/context/?page=: what the next turn's agent would be sent.
 

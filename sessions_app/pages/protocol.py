@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from agentops.runtime.protocol import inspect_tool_protocol
 from sessions_app.access import get_session_for_user
@@ -19,7 +19,7 @@ from sessions_app.roles import can_record_outcomes
 from sessions_app.store import load_facts
 
 
-@require_GET
+@require_safe
 def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/protocol/: every tool-protocol issue of the active history.
 

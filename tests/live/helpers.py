@@ -158,6 +158,8 @@ class DaphneServer:
             "DATABASE_URL": database_url_for_servers(),
             "DJANGO_SETTINGS_MODULE": "agentops.settings",
             "AGENTOPS_LIVE_DEMO": "false",
+            # The default AGENTOPS_ALLOWED_ORIGINS follow PORT: pages served here may connect.
+            "PORT": str(self.port),
             **(env or {}),
         }
         self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
