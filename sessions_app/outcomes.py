@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from agentops.runtime.protocol import inspect_tool_protocol
 from sessions_app.models import Session, ToolOutcome
-from sessions_app.store import load_facts, refresh_resume_status
+from sessions_app.store import UnreadableRowError, load_facts, refresh_resume_status
 
 
 class OutcomeRejectedError(ValueError):
@@ -93,7 +93,10 @@ def record_tool_outcome(
     if outcome == ToolOutcome.Outcome.RAN and result in ("", None):
         raise OutcomeRejectedError('"ran" needs the result the tool returned')
     with transaction.atomic():
-        _turns, events = load_facts(session.id)
+        try:
+            _turns, events = load_facts(session.id)
+        except UnreadableRowError as error:
+            raise OutcomeRejectedError(str(error)) from None
         unanswered = {
             call.id: call
             for issue in inspect_tool_protocol(events)

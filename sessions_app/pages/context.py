@@ -12,7 +12,7 @@ from django.views.decorators.http import require_safe
 from sessions_app.access import get_session_for_user
 from sessions_app.pages import presenters
 from sessions_app.projector import explain_product_projection
-from sessions_app.store import load_facts
+from sessions_app.store import UnreadableRowError, load_facts
 
 
 @require_safe
@@ -23,10 +23,15 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     tool outcomes closing their calls) on the stored facts and shows every stored event as
     kept, dropped (running turn) or cut (unsafe suffix after an unanswered call), the
     status notices and recorded outcomes in place, or the unknown-execution error.
-    Raises Http404 for a session the user may not see.
+    A stored row that is not a runtime value is shown raw instead. Raises Http404 for a
+    session the user may not see.
     """
     session = get_session_for_user(request, session_id)
-    turns, events = load_facts(session.id)
+    try:
+        turns, events = load_facts(session.id)
+    except UnreadableRowError as error:
+        context = {"session": session, **presenters.unreadable(error)}
+        return render(request, "sessions/context.html", context)
     explanation = explain_product_projection(session.id, turns, events)
     # Only one page of entries is rendered; by default the last one, which ends where the
     # new user message would follow.

@@ -16,7 +16,7 @@ from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_too
 from sessions_app.pages import presenters
 from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
-from sessions_app.store import load_facts
+from sessions_app.store import UnreadableRowError, load_facts
 
 
 @require_safe
@@ -25,11 +25,16 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
 
     Each issue is an assistant event whose calls have no result (docs/runtime.md §5), with its
     turn's
-    status; calls the source marked as awaiting approval are labelled pending. Raises
-    Http404 for a session the user may not see.
+    status; calls the source marked as awaiting approval are labelled pending. A stored
+    row that is not a runtime value is shown raw instead. Raises Http404 for a session the
+    user may not see.
     """
     session = get_session_for_user(request, session_id)
-    turns, events = load_facts(session.id)
+    try:
+        turns, events = load_facts(session.id)
+    except UnreadableRowError as error:
+        context = {"session": session, **presenters.unreadable(error)}
+        return render(request, "sessions/protocol.html", context)
     issues = inspect_tool_protocol(events)
     turn_by_id = {turn.id: turn for turn in turns}
     pending = dict(
