@@ -13,9 +13,15 @@ from django.test import Client
 from django.urls import get_resolver
 
 from sessions_app.models import Event
-from tests.test_access_matrix import MATRIX, _patterns, _url, stored_session  # noqa: F401
+from tests.test_access_matrix import MATRIX, _patterns, _url, store_matrix_session
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stored_session() -> Event:
+    return store_matrix_session()
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +44,7 @@ def _policy(header: str) -> dict[str, str]:
 
 
 def test_every_page_has_the_strict_policy(
-    stored_session: Event,  # noqa: F811
+    stored_session: Event,
     admin_user: User,
 ) -> None:
     client = Client()
