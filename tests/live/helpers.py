@@ -158,8 +158,6 @@ class DaphneServer:
             "DATABASE_URL": database_url_for_servers(),
             "DJANGO_SETTINGS_MODULE": "agentops.settings",
             "AGENTOPS_LIVE_DEMO": "false",
-            # The default AGENTOPS_ALLOWED_ORIGINS follow PORT: pages served here may connect.
-            "PORT": str(self.port),
             **(env or {}),
         }
         self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
@@ -168,6 +166,9 @@ class DaphneServer:
 
     def __enter__(self) -> DaphneServer:
         self.log.parent.mkdir(exist_ok=True)
+        # The default AGENTOPS_ALLOWED_ORIGINS follow PORT: pages served here may connect
+        # (set here: a restarted server takes over the port of the one it replaces).
+        self.env["PORT"] = str(self.port)
         out = self.log.open("wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
