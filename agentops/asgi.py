@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
 Websockets (``ws/sessions/<id>/``, `sessions_app.live.consumer`) pass the origin check
-against ALLOWED_HOSTS and Django's session authentication. With
+(scheme, host and port against AGENTOPS_ALLOWED_ORIGINS, `agentops.origins`) and Django's
+session authentication. With
 ``AGENTOPS_LIVE_DEMO=true`` (set by ``python3 dev.py serve``) the server process also keeps
 the demo session ``demo-live`` running a slowly streaming turn (`sessions_app.live.demo_live`),
 started on the first connection, so the dashboard always shows a live turn.
@@ -19,17 +20,15 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from agentops.origins import SettingsOriginValidator  # noqa: E402
 from sessions_app.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "websocket": SettingsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -69,6 +70,28 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 
+
+def envorigins(name: str, default: list[str]) -> list[str]:
+    """The variable as a list of origins, each ``scheme://host[:port]`` (no path).
+
+    Raises ImproperlyConfigured for an entry that is not one."""
+    origins = envlist(name, default)
+    for origin in origins:
+        parsed = urlsplit(origin)
+        if parsed.scheme not in {"http", "https"} or not parsed.hostname or parsed.path:
+            raise ImproperlyConfigured(f"{name}: {origin!r} is not an origin like http://host:port")
+    return origins
+
+
+# Origins whose pages may open the live websocket, compared by scheme, host and port
+# (agentops.origins). Default: this machine on the port `dev.py serve` uses (PORT), plus
+# the origins trusted for forms.
+_PORT = envint("PORT", 8000)
+AGENTOPS_ALLOWED_ORIGINS = envorigins(
+    "AGENTOPS_ALLOWED_ORIGINS",
+    [f"http://127.0.0.1:{_PORT}", f"http://localhost:{_PORT}", *CSRF_TRUSTED_ORIGINS],
+)
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -80,6 +103,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "channels",
     "axes",
+    "csp",
     "django_htmx",
     "template_partials",
     "ninja",
@@ -91,7 +115,10 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # First after security: an oversized API body is refused before anything reads it.
     "sessions_app.api.middleware.api_body_limit",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # 400 for a NUL or control character in the path, query or form, before any view.
+    "agentops.middleware.reject_unusable_input",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -218,6 +245,35 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
+# Deployment behind HTTPS (`manage.py check --deploy` passes with these set; README).
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients).
+if envbool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy on every response (django-csp). Scripts and styles only from
+# this site's static files: no inline script, no eval (htmx runs with allowEval false, see
+# base.html), no inline style (Markdown table alignment becomes a class, rendering.py).
+# Images: this site and data: URLs; remote images in transcripts are links, never fetched.
+# connect-src 'self' also covers the same-origin ws:/wss: live socket (CSP Level 3).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
+
 # Sessions page: rows per page; session page: turns per page (the timeline loads lazily).
 AGENTOPS_SESSIONS_PER_PAGE = envint("AGENTOPS_SESSIONS_PER_PAGE", 50)
 AGENTOPS_TURNS_PER_PAGE = envint("AGENTOPS_TURNS_PER_PAGE", 20)
@@ -234,6 +290,9 @@ AGENTOPS_TODO_STORE = "todos_app.store.get_todo_store"
 # true: the server process keeps the demo session "demo-live" running a slowly streaming
 # turn (set by `python3 dev.py serve`; off everywhere else, tests included).
 AGENTOPS_LIVE_DEMO = envbool("AGENTOPS_LIVE_DEMO", False)
+# Each live websocket re-reads its sign-in and user this often and closes (4403) when they
+# may no longer view sessions; sign-out, deactivation and role changes close it at once.
+AGENTOPS_WATCHER_RECHECK_SECONDS = envint("AGENTOPS_WATCHER_RECHECK_SECONDS", 30)
 
 # HTTP API (/api/v1/): request bodies larger than this many bytes get 413 problem+json.
 AGENTOPS_API_MAX_BODY_BYTES = envint("AGENTOPS_API_MAX_BODY_BYTES", 5_000_000)
@@ -243,7 +302,15 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, AGENTOPS_API_MAX_BODY_BYTES)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # A 403 or 400 is logged as one line, without the traceback Django attaches.
+    "filters": {"one_line_4xx": {"()": "agentops.middleware.OneLineClientErrors"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["one_line_4xx"]},
+    },
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        # Replaces Django's own handlers (a second console in DEBUG): one line per record.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.db.backends": {"level": "INFO"},
+    },
 }

@@ -9,6 +9,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic.base import RedirectView
 
+from agentops.accounts import sign_out
 from sessions_app.api.urls import api_urls, build_api
 from todos_app.api import router as todos_router
 
@@ -17,7 +18,7 @@ api = build_api([("", todos_router)])
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="sessions:list", permanent=False)),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", sign_out, name="logout"),
     path("sessions/", include("sessions_app.urls")),
     path("sessions/<str:session_id>/todos/", include("todos_app.urls")),
     path("turns/", include("sessions_app.triage.urls")),

@@ -383,7 +383,7 @@ class Event(models.Model):
     def answered_call_id(self) -> str:
         """The call id a tool event answers (docs/runtime.md §1): tool_response's, else
         tool_call_id."""
-        if self.tool_response and self.tool_response.get("tool_call_id"):
+        if isinstance(self.tool_response, dict) and self.tool_response.get("tool_call_id"):
             return str(self.tool_response["tool_call_id"])
         return self.tool_call_id
 

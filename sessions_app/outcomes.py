@@ -17,19 +17,54 @@ from django.utils import timezone
 
 from agentops.runtime.protocol import inspect_tool_protocol
 from sessions_app.models import Session, ToolOutcome
-from sessions_app.store import load_facts, refresh_resume_status
+from sessions_app.store import UnreadableRowError, load_facts, refresh_resume_status
 
 
 class OutcomeRejectedError(ValueError):
     """The outcome cannot be recorded; `str(error)` is a specific message for the user."""
 
 
+#: How deeply a recorded result may nest (lists and objects); deeper ones are refused.
+MAX_RESULT_DEPTH = 32
+#: Characters of a recorded result (its text, as typed).
+MAX_RESULT_CHARS = 100_000
+
+
+def _json_problem(value: Any) -> str | None:
+    """Why parsed JSON `value` cannot be stored (too deep, or a NUL in a string, which
+    PostgreSQL's jsonb refuses), or None. Walks iteratively: depth is what it checks."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_RESULT_DEPTH:
+                return f"the result nests deeper than {MAX_RESULT_DEPTH} levels"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, str) and "\x00" in item:
+            return "the result contains a NUL character"
+    return None
+
+
 def parse_result(text: str) -> Any:
-    """The recorded result: `text` parsed as JSON when it is valid JSON, else the text."""
+    """The recorded result: `text` parsed as JSON when it is valid JSON, else the text.
+
+    Raises OutcomeRejectedError when the text is longer than MAX_RESULT_CHARS, or its JSON
+    nests deeper than MAX_RESULT_DEPTH or holds a NUL character (``\\u0000``)."""
+    if len(text) > MAX_RESULT_CHARS:
+        raise OutcomeRejectedError(f"the result is longer than {MAX_RESULT_CHARS:,} characters")
     try:
-        return json.loads(text)
+        value = json.loads(text)
+    except RecursionError:
+        raise OutcomeRejectedError(
+            f"the result nests deeper than {MAX_RESULT_DEPTH} levels"
+        ) from None
     except ValueError:
-        return text
+        value = text
+    problem = _json_problem(value)
+    if problem:
+        raise OutcomeRejectedError(problem)
+    return value
 
 
 def record_tool_outcome(
@@ -55,10 +90,15 @@ def record_tool_outcome(
         raise OutcomeRejectedError(f"unknown outcome {outcome!r}")
     if not reason.strip():
         raise OutcomeRejectedError("say why: a reason is required")
+    if len(reason) > MAX_RESULT_CHARS:
+        raise OutcomeRejectedError(f"the reason is longer than {MAX_RESULT_CHARS:,} characters")
     if outcome == ToolOutcome.Outcome.RAN and result in ("", None):
         raise OutcomeRejectedError('"ran" needs the result the tool returned')
     with transaction.atomic():
-        _turns, events = load_facts(session.id)
+        try:
+            _turns, events = load_facts(session.id)
+        except UnreadableRowError as error:
+            raise OutcomeRejectedError(str(error)) from None
         unanswered = {
             call.id: call
             for issue in inspect_tool_protocol(events)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from asgiref.sync import SyncToAsync
@@ -67,6 +68,12 @@ def operator_client(client: Client, operator_user: User) -> Client:
 def outsider_client(client: Client, outsider_user: User) -> Client:
     client.force_login(outsider_user)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _testserver_origin(settings: Any) -> None:
+    """In-process websocket tests open their sockets from the test client's origin."""
+    settings.AGENTOPS_ALLOWED_ORIGINS = [*settings.AGENTOPS_ALLOWED_ORIGINS, "http://testserver"]
 
 
 @pytest.fixture(autouse=True)

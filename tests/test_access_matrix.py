@@ -117,6 +117,11 @@ def _url(name: str, parameters: tuple[str, ...], event_id: int) -> str:
 
 @pytest.fixture
 def stored_session() -> Event:
+    return store_matrix_session()
+
+
+def store_matrix_session() -> Event:
+    """The session every URL of the matrix points at; returns its assistant event."""
     session = Session.objects.create(id=SID, app_name="ops", created_at=T0, updated_at=T0)
     Turn.objects.create(id="t-1", session=session, status="completed", started_at=T0)
     event = Event.objects.create(

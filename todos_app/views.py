@@ -22,7 +22,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from agentops.runtime.todos import TodoToolError
@@ -61,14 +61,14 @@ def _page_context(request: HtmxHttpRequest, session_id: str) -> dict[str, Any]:
     return context
 
 
-@require_GET
+@require_safe
 def todo_page(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/todos/?page=: the list (with edit controls for admins) and the
     history of changes, newest first (who, when, before/after)."""
     return render(request, "todos/page.html", _page_context(request, session_id))
 
 
-@require_GET
+@require_safe
 def todo_panel(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/todos/panel/: the panel alone (live refresh, htmx)."""
     return _panel_response(request, _panel_context(request, session_id))

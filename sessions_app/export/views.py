@@ -6,7 +6,7 @@ import json
 import re
 
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from sessions_app.access import get_session_for_user
 from sessions_app.export import build_export
@@ -17,7 +17,7 @@ def export_filename(session_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", session_id)[:150] + ".agentops.json"
 
 
-@require_GET
+@require_safe
 def session_export(request: HttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/export/: the `agentops.session-export/1` document as a download.
 

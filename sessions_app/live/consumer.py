@@ -1,7 +1,12 @@
 """The live-session websocket: ``ws/sessions/<session_id>/[?after=<id>&turns=<id>,...]``.
 
 Connect: refused with close code 4403 unless the user is signed in with a role that may
-read sessions (`roles.can_view`), 4404 for an unknown session. Then the consumer joins the
+read sessions (`roles.can_view`), 4404 for an unknown session (or an id no session can
+have). An open socket closes with 4403 as soon as that right ends: on sign-out of the
+sign-in it was opened with, and when the user is deactivated, deleted or loses the role
+(`sessions_app.live.revocation` tells the user's group ``watcher.user.<id>``), and at the
+latest ``AGENTOPS_WATCHER_RECHECK_SECONDS`` later (each socket re-reads its sign-in and
+user that often); after that close it sends nothing more. Then the consumer joins the
 session's group (`groups.group_name`) *before* it reads what the watcher missed, so nothing
 falls between the catch-up query and live traffic; live messages that arrive meanwhile
 wait in the channel and are de-duplicated by event id when they are delivered. With
@@ -25,6 +30,8 @@ are, each event's and turn's once per process:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
@@ -32,10 +39,15 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth import get_user
+from django.http import HttpRequest
 
+from sessions_app.ids import session_id_problem, turn_id_problem
 from sessions_app.live import render
 from sessions_app.live.groups import group_name
 from sessions_app.live.payloads import event_payloads_after, turn_payloads
+from sessions_app.live.revocation import user_group
 from sessions_app.models import Session, Turn
 from sessions_app.roles import can_view
 
@@ -62,6 +74,12 @@ def _int(value: Any) -> int | None:
     return number if number >= 0 else None
 
 
+def _turn_ids(values: list[Any]) -> list[str]:
+    """At most 100 of `values` as turn ids, those no turn can have dropped."""
+    ids = [str(value) for value in values[:100]]
+    return [turn_id for turn_id in ids if turn_id_problem(turn_id) is None]
+
+
 def _in_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     """`database_sync_to_async` (ORM work in a worker thread), typed: channels has no
     type hints."""
@@ -74,6 +92,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
 
     session_id: str = ""
     group: str = ""
+    watcher_group: str = ""
+    revoked: bool = False
+    _recheck: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         """Check access, join the group, accept, and catch up when ``?after=`` is given."""
@@ -87,22 +108,49 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         if not await self._may_view():
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        if not await self._session_exists():
+        if session_id_problem(self.session_id) or not await self._session_exists():
             await self.close(code=CLOSE_NOT_FOUND)
             return
         self.group = group_name(self.session_id)
+        self.watcher_group = user_group(self.scope["user"].pk)
+        await self.channel_layer.group_add(self.watcher_group, self.channel_name)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self._recheck = asyncio.create_task(self._recheck_periodically())
+        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
         after = _int(query.get("after", [""])[0])
         if after is not None:
-            turns = [t for t in query.get("turns", [""])[0].split(",") if t][:100]
-            await self._catch_up(after, turns)
+            await self._catch_up(after, _turn_ids(query.get("turns", [""])[0].split(",")))
 
     async def disconnect(self, code: int) -> None:
-        """Leave the group."""
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        """Leave the groups; stop the periodic re-check."""
+        await self._leave()
+
+    async def _leave(self) -> None:
+        if self._recheck is not None and self._recheck is not asyncio.current_task():
+            self._recheck.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._recheck
+        self._recheck = None
+        for group in (self.group, self.watcher_group):
+            if group:
+                await self.channel_layer.group_discard(group, self.channel_name)
+        self.group = self.watcher_group = ""
+
+    async def _revoke(self) -> None:
+        """The right to watch ended: send nothing more, leave the groups, close 4403."""
+        if self.revoked:
+            return
+        self.revoked = True
+        await self._leave()
+        await self.close(code=CLOSE_FORBIDDEN)
+
+    async def _recheck_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(settings.AGENTOPS_WATCHER_RECHECK_SECONDS)
+            if not await self._still_may_view():
+                await self._revoke()
+                return
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Decode a JSON frame; a frame that is not JSON text gets the error message too
@@ -119,7 +167,7 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
             after = _int(content.get("after"))
             turns = content.get("turns") or []
             if after is not None and isinstance(turns, list):
-                await self._catch_up(after, [str(t) for t in turns[:100]])
+                await self._catch_up(after, _turn_ids(turns))
                 return
         await self._send_frame(render.error_frame(ERROR, self.sent_id))
 
@@ -135,7 +183,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         await self._send_frame(render.hello_frame(self.sent_id))
 
     async def _send_frame(self, frame: str) -> None:
-        await self.send(text_data=frame)
+        if not self.revoked:
+            await self.send(text_data=frame)
 
     async def _send_event(self, event: dict[str, Any]) -> None:
         if event["id"] <= self.sent_id:
@@ -157,6 +206,17 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         return user is not None and can_view(user)
 
     @_in_thread
+    def _still_may_view(self) -> bool:
+        """Whether the sign-in this socket was opened with still exists and its user (read
+        afresh: active, password unchanged, role) may view sessions."""
+        key = getattr(self.scope.get("session"), "session_key", None)
+        if not key:
+            return False
+        request = HttpRequest()
+        request.session = self.scope["session"].__class__(session_key=key)
+        return can_view(get_user(request))
+
+    @_in_thread
     def _session_exists(self) -> bool:
         return Session.objects.filter(pk=self.session_id).exists()
 
@@ -170,6 +230,17 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         )
 
     # -- group messages (one handler per type) -------------------------------------------
+
+    async def watcher_recheck(self, message: dict[str, Any]) -> None:
+        """The user's rights may have changed (`revocation`): close unless still a viewer."""
+        if not await self._still_may_view():
+            await self._revoke()
+
+    async def watcher_logout(self, message: dict[str, Any]) -> None:
+        """The user signed out of a sign-in: close when it is the one of this socket."""
+        key = getattr(self.scope.get("session"), "session_key", None)
+        if key and message.get("session_key") == key:
+            await self._revoke()
 
     async def live_event(self, message: dict[str, Any]) -> None:
         """A stored event: forward once (ids at or below the last one sent are dropped)."""

@@ -7,15 +7,16 @@ from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from sessions_app.access import get_session_for_user
+from sessions_app.pages import presenters
 from sessions_app.pages.context_rows import compaction_facts, context_rows
 from sessions_app.projector import explain_product_projection
-from sessions_app.store import load_archived_events, load_facts
+from sessions_app.store import UnreadableRowError, load_archived_events, load_facts
 
 
-@require_GET
+@require_safe
 def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/context/?page=: what the next turn's agent would be sent.
 
@@ -25,10 +26,15 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     kept, dropped (running turn), cut (unsafe suffix after an unanswered call),
     compacted (summarised, not sent) or abandoned (a rewound branch, not sent), the
     status notices and recorded outcomes in place, orphan results marked, or the
-    unknown-execution error. Raises Http404 for a session the user may not see.
+    unknown-execution error. A stored row that is not a runtime value is shown raw
+    instead. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
-    turns, events = load_facts(session.id)
+    try:
+        turns, events = load_facts(session.id)
+    except UnreadableRowError as error:
+        context = {"session": session, **presenters.unreadable(error)}
+        return render(request, "sessions/context.html", context)
     product = explain_product_projection(session.id, turns, events)
     explanation = product.explanation
     rows = context_rows(product, load_archived_events(session.id))

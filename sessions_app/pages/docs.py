@@ -33,7 +33,7 @@ EXPORT_SCHEMA = "session-export.schema.json"
 def _doc_path(name: str) -> Path:
     """The Markdown file of document `name` (URL-validated: letters, digits, `-`, `_`)."""
     path = DOCS_DIR / f"{name}.md"
-    if not path.is_file():
+    if len(name) > 100 or not path.is_file():  # a longer name is no file (and os.stat fails)
         raise Http404(f"No document named {name!r}.")
     return path
 

@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.http import QueryDict
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from agentops.runtime.model import Event as RuntimeEvent
@@ -32,6 +33,7 @@ from agentops.runtime.session import Turn
 from sessions_app.models import Event
 from sessions_app.pages.rendering import pretty_json, render_markdown
 from sessions_app.projector import COMPACTION_AUTHOR, OUTCOME_AUTHOR, RecordedOutcome
+from sessions_app.store import UnreadableRowError
 
 #: Characters of a tool result shown before "show all".
 RESULT_PREVIEW_CHARS = 20_000
@@ -211,13 +213,42 @@ class EventView:
         return result_display(self.event)
 
 
+def _raw_html(value: Any) -> SafeString:
+    """A stored value of an unexpected shape, shown as it is (escaped JSON)."""
+    return format_html('<pre class="raw unreadable">{}</pre>', pretty_json(value))
+
+
 def _message_html(event: Event) -> tuple[SafeString, list[dict[str, Any]]]:
     # Parts take precedence over plain text (docs/runtime.md §1).
     if event.parts:
-        texts = [p.get("text") or "" for p in event.parts if p.get("type") == "text"]
-        images = [p for p in event.parts if p.get("type") in {"image_url", "image_base64"}]
+        parts = event.parts if isinstance(event.parts, list) else None
+        if parts is None or not all(isinstance(p, dict) for p in parts):
+            return _raw_html(event.parts), []  # stored around validation: shown raw
+        texts = [str(p.get("text") or "") for p in parts if p.get("type") == "text"]
+        images = [p for p in parts if p.get("type") in {"image_url", "image_base64"}]
         return mark_safe(render_markdown("\n\n".join(texts))), images
     return mark_safe(render_markdown(event.text)), []
+
+
+def _calls(event: Event) -> list[ToolCallView]:
+    calls = event.tool_calls if isinstance(event.tool_calls, list) else [event.tool_calls]
+    pending = set(event.pending_call_ids) if isinstance(event.pending_call_ids, list) else set()
+    views = []
+    for call in calls or []:
+        if not isinstance(call, dict):  # stored around validation: shown raw
+            views.append(
+                ToolCallView(id="", name="(unreadable call)", arguments_json=pretty_json(call))
+            )
+            continue
+        views.append(
+            ToolCallView(
+                id=str(call.get("id", "")),
+                name=str(call.get("name", "")),
+                arguments_json=pretty_json(call.get("arguments", {})),
+                pending=str(call.get("id")) in pending,
+            )
+        )
+    return views
 
 
 @dataclass(frozen=True)
@@ -270,14 +301,7 @@ def conversation(
             view.lineage, view.compaction = "compaction", compactions.facts[event.id]
         elif event.id < compactions.last:
             view.lineage = "compacted"
-        pending = set(event.pending_call_ids or [])
-        for call in event.tool_calls or []:
-            call_view = ToolCallView(
-                id=str(call.get("id", "")),
-                name=str(call.get("name", "")),
-                arguments_json=pretty_json(call.get("arguments", {})),
-                pending=call.get("id") in pending,
-            )
+        for call_view in _calls(event):
             view.calls.append(call_view)
             open_calls.setdefault(call_view.id, []).append(call_view)
         views.append(view)
@@ -404,3 +428,9 @@ def protocol_issue(
             }
         )
     return ProtocolIssueView(issue=issue, turn=turn, calls=calls)
+
+
+def unreadable(error: UnreadableRowError) -> dict[str, Any]:
+    """Template context for a stored row the runtime cannot read (`_unreadable.html`):
+    ``{"unreadable": error, "unreadable_json": its raw column values as JSON text}``."""
+    return {"unreadable": error, "unreadable_json": pretty_json(error.raw)}

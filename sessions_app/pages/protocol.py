@@ -8,7 +8,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
 from sessions_app.access import get_session_for_user
@@ -17,10 +17,10 @@ from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_too
 from sessions_app.pages import presenters
 from sessions_app.projector import live_history, load_outcomes
 from sessions_app.roles import can_record_outcomes
-from sessions_app.store import load_facts
+from sessions_app.store import UnreadableRowError, load_facts
 
 
-@require_GET
+@require_safe
 def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/protocol/: every tool-protocol issue of the live history (what the
     product projector sends: from the last compaction on).
@@ -28,10 +28,15 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
     Each issue is an assistant event whose calls have no result (docs/runtime.md §5), with
     its turn's status; calls the source marks as waiting for a person are labelled
     *awaiting the user*. Orphan results (tool results that answer no call) are listed
-    beside them. Raises Http404 for a session the user may not see.
+    beside them. A stored row that is not a runtime value is shown raw instead. Raises
+    Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
-    turns, stored = load_facts(session.id)
+    try:
+        turns, stored = load_facts(session.id)
+    except UnreadableRowError as error:
+        context = {"session": session, **presenters.unreadable(error)}
+        return render(request, "sessions/protocol.html", context)
     events = live_history(stored)
     issues = inspect_tool_protocol(events)
     turn_by_id = {turn.id: turn for turn in turns}

@@ -15,7 +15,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from sessions_app.access import get_session_for_user
@@ -42,7 +42,7 @@ def turns_with_event_counts(session: Session) -> QuerySet[Turn]:
     ).order_by("started_at", "id")
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/?page=: header, todo list and one page of the turn timeline.
@@ -85,14 +85,14 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     return render(request, template, context)
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 def session_turns(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/turns/?page=: the timeline partial (same data as the page)."""
     return session_detail(request, session_id)
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     """GET /sessions/<id>/turns/<turn_id>/events/?after=<event id>: one chunk of a turn's
@@ -134,7 +134,7 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
     return render(request, template, context)
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 def event_raw(request: HtmxHttpRequest, session_id: str, event_id: int) -> HttpResponse:
     """GET /sessions/<id>/events/<event_id>/raw/: the stored event and its source record.

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from sessions_app.access import require_viewer
@@ -44,7 +44,7 @@ def filter_sessions(
 TURN_STATUSES = [status.value for status in Turn.Status]
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
     """GET /sessions/?status=&app=&health=&q=&page=: sessions, newest activity first.

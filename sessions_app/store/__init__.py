@@ -27,6 +27,7 @@ from sessions_app.store.resume import (
 )
 from sessions_app.store.rows import (
     TurnRecord,
+    UnreadableRowError,
     event_from_row,
     event_from_values,
     row_fields_from_event,
@@ -45,6 +46,7 @@ __all__ = [
     "DjangoSessionService",
     "ProtocolFacts",
     "TurnRecord",
+    "UnreadableRowError",
     "advisory_lock_key",
     "event_from_row",
     "event_from_values",

@@ -13,6 +13,7 @@ from sessions_app.store.columns import EVENT_RUNTIME_COLUMNS
 
 __all__ = [
     "TurnRecord",
+    "UnreadableRowError",
     "event_from_row",
     "event_from_values",
     "row_fields_from_event",
@@ -22,10 +23,39 @@ __all__ = [
 ]
 
 
+class UnreadableRowError(ValueError):
+    """A stored row is not a runtime value (docs/runtime.md §1-2 shapes): written before
+    validation existed or around it. Pages that run the runtime on stored facts show
+    `problem` and the `raw` column values instead of failing.
+
+    Attributes: `kind` ("event" or "turn"), `row_id`, `problem` (one line), `raw` (the
+    row's column values as stored)."""
+
+    def __init__(self, kind: str, row_id: object, problem: str, raw: dict[str, Any]) -> None:
+        super().__init__(f"stored {kind} {row_id!r} cannot be read: {problem}")
+        self.kind, self.row_id, self.problem, self.raw = kind, row_id, problem, raw
+
+
+def _problem(error: ValueError) -> str:
+    errors = getattr(error, "errors", None)
+    if callable(errors):  # pydantic: the first field and message
+        first = errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        return f"{where}: {first.get('msg', '')}" if where else str(first.get("msg", ""))
+    return str(error)
+
+
 def event_from_values(row: dict[str, Any]) -> Event:
     """The runtime `Event` for a stored row given as a dict of `EVENT_RUNTIME_COLUMNS`
     values (as `QuerySet.values(*EVENT_RUNTIME_COLUMNS)` returns them; docs/runtime.md §1 shapes,
-    UTC)."""
+    UTC). Raises UnreadableRowError for a row that is not a valid event."""
+    try:
+        return _event(row)
+    except ValueError as error:
+        raise UnreadableRowError("event", row.get("id"), _problem(error), row) from error
+
+
+def _event(row: dict[str, Any]) -> Event:
     content: dict[str, Any] = {
         "role": row["role"],
         "text": row["text"],
@@ -128,5 +158,10 @@ def turn_from_record(record: TurnRecord, session_id: str) -> Turn:
 
 
 def turn_from_row(row: models.Turn) -> Turn:
-    """The runtime `Turn` for a stored row."""
-    return turn_from_record(row, row.session_id)
+    """The runtime `Turn` for a stored row. Raises UnreadableRowError for a row that is
+    not a valid turn (a status, reason or failure docs/runtime.md §2 does not name)."""
+    try:
+        return turn_from_record(row, row.session_id)
+    except ValueError as error:
+        raw = {field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields}
+        raise UnreadableRowError("turn", row.id, _problem(error), raw) from error

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 
 from sessions_app.models import Turn
 
@@ -31,8 +31,12 @@ class QueueRow:
 
     @property
     def turn_url(self) -> str:
-        """The session page at the timeline page that holds the turn, scrolled to it."""
-        detail = reverse("sessions:detail", args=[self.turn.session_id])
+        """The session page at the timeline page that holds the turn, scrolled to it ("" for
+        a session id stored before the id rules that no URL can hold, `sessions_app.ids`)."""
+        try:
+            detail = reverse("sessions:detail", args=[self.turn.session_id])
+        except NoReverseMatch:
+            return ""
         return f"{detail}?page={self.timeline_page}#turn-{self.turn.id}"
 
     @property

@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import push_url
 
@@ -26,7 +26,7 @@ PER_PAGE = 50
 """Rows per page of the queue."""
 
 
-@require_GET
+@require_safe
 @vary_on_headers("HX-Request")
 def turn_queue(request: HtmxHttpRequest) -> HttpResponse:
     """GET /turns/?status=&code=&stage=&reason=&app=&page=: the triage queue, newest first.

@@ -56,7 +56,9 @@ def test_two_pages_watch_a_turn_stream_and_stop(
         for page in (admin_page, watcher):
             page.wait_for_selector(LAST + "[data-status=running] .streaming .stream-text")
             page.wait_for_function(
-                "document.querySelector('.streaming .stream-text')?.textContent.includes('demo')",
+                # A function, not an expression string: the page's CSP forbids eval.
+                "() => document.querySelector('.streaming .stream-text')"
+                "?.textContent.includes('demo')",
                 timeout=20_000,
             )
         watcher.screenshot(path=str(screenshot_dir / "live-streaming-watcher.png"), full_page=True)

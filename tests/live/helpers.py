@@ -166,6 +166,9 @@ class DaphneServer:
 
     def __enter__(self) -> DaphneServer:
         self.log.parent.mkdir(exist_ok=True)
+        # The default AGENTOPS_ALLOWED_ORIGINS follow PORT: pages served here may connect
+        # (set here: a restarted server takes over the port of the one it replaces).
+        self.env["PORT"] = str(self.port)
         out = self.log.open("wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
