@@ -105,13 +105,18 @@ def _patterns(
             yield f"{namespace}:{name}" if namespace else name, here
 
 
-def _url(name: str, parameters: tuple[str, ...], event_id: int) -> str:
-    if name == "root":
-        return "/"
-    values = {
+def url_values(event_id: int) -> dict[str, str | int]:
+    """The value of every URL parameter in the matrix's requests."""
+    return {
         "session_id": SID, "turn_id": "t-1", "event_id": event_id, "index": 0, "name": "concepts",
         "lease_id": "l-1",
     }  # fmt: skip
+
+
+def _url(name: str, parameters: tuple[str, ...], event_id: int) -> str:
+    if name == "root":
+        return "/"
+    values = url_values(event_id)
     return reverse(name, kwargs={key: values[key] for key in parameters})
 
 

@@ -21,7 +21,7 @@ from django.urls import get_resolver
 from agentops.middleware import OneLineClientErrors
 from sessions_app.live.consumer import CLOSE_NOT_FOUND
 from sessions_app.models import Event, ToolOutcome
-from tests.test_access_matrix import MATRIX, SID, _patterns, _url, store_matrix_session
+from tests.test_access_matrix import MATRIX, SID, _patterns, _url, store_matrix_session, url_values
 
 pytestmark = pytest.mark.django_db
 
@@ -186,8 +186,7 @@ def _path_value(rng: random.Random, converter: str, default: Any) -> str:
 def _fuzz_requests(rng: random.Random, event_id: int) -> list[tuple[str, str, dict[str, str]]]:
     from urllib.parse import quote, urlencode
 
-    defaults = {"session_id": SID, "turn_id": "t-1", "event_id": event_id, "index": 0,
-                "name": "concepts"}  # fmt: skip
+    defaults = url_values(event_id)
     requests = []
     for name, parameters in _patterns(get_resolver().url_patterns):
         method = MATRIX[name][1]

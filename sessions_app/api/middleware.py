@@ -1,5 +1,9 @@
-"""Body size limit of the HTTP API: a request to /api/ whose body is larger than
-AGENTOPS_API_MAX_BODY_BYTES is answered 413 problem+json before anything reads it."""
+"""Request rules of the HTTP API that apply before any operation runs:
+
+- a request to /api/ whose body is larger than AGENTOPS_API_MAX_BODY_BYTES is answered
+  413 problem+json before anything reads it;
+- HEAD works wherever GET does (as on every page): the operation runs as GET and the
+  answer keeps its status and headers without the body (RFC 9110 §9.3.2)."""
 
 from __future__ import annotations
 
@@ -33,18 +37,34 @@ def _too_large(request: HttpRequest) -> HttpResponse | None:
     )
 
 
+def _head_as_get(request: HttpRequest) -> bool:
+    """Run an API HEAD request as GET; True when the body must then be dropped."""
+    if request.method != "HEAD" or not request.path.startswith("/api/"):
+        return False
+    request.method = "GET"
+    return True
+
+
+def _without_body(response: HttpResponse) -> HttpResponse:
+    response.content = b""
+    return response
+
+
 @sync_and_async_middleware
 def api_body_limit(get_response: Handler) -> Handler:
-    """Middleware: 413 problem+json for an API request body over the limit."""
+    """Middleware: 413 problem+json for an API request body over the limit; HEAD as GET
+    without the body."""
     if iscoroutinefunction(get_response):
 
         async def middleware(request: HttpRequest) -> HttpResponse:
             refused = _too_large(request)
             if refused is not None:
                 return refused
-            return await cast(Callable[[HttpRequest], Awaitable[HttpResponse]], get_response)(
+            head = _head_as_get(request)
+            response = await cast(Callable[[HttpRequest], Awaitable[HttpResponse]], get_response)(
                 request
             )
+            return _without_body(response) if head else response
 
         return middleware
 
@@ -52,6 +72,8 @@ def api_body_limit(get_response: Handler) -> Handler:
         refused = _too_large(request)
         if refused is not None:
             return refused
-        return cast(Callable[[HttpRequest], HttpResponse], get_response)(request)
+        head = _head_as_get(request)
+        response = cast(Callable[[HttpRequest], HttpResponse], get_response)(request)
+        return _without_body(response) if head else response
 
     return sync_middleware

@@ -141,8 +141,10 @@ def result_display(event: Event) -> ResultDisplay:
     """How the page shows the tool result `event`: the error, the result value (JSON
     unless a string), or the text, with images taken out (`split_images`)."""
     response = event.tool_response
-    if response:
+    if isinstance(response, dict) and response:
         value = response.get("error") if "error" in response else response.get("result")
+    elif response:  # stored around validation: shown as it is
+        value = response
     else:
         value = event.text
     clean, images = split_images(value)
