@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import hashlib
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -28,6 +29,8 @@ from django.conf import settings
 from django.db import connection
 
 __all__ = ["advisory_lock_key", "lock_file_path", "postgres_conninfo", "run_lock"]
+
+logger = logging.getLogger(__name__)
 
 # Seconds between two attempts to take a PostgreSQL advisory lock (waiting stays cancellable).
 _ADVISORY_POLL_SECONDS = 0.02
@@ -79,6 +82,7 @@ async def _file_lock(path: Path, wait: float | None) -> AsyncIterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     # A fresh open file description per acquisition (not inherited by child processes).
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    waited = False
     try:
         while True:
             try:
@@ -86,6 +90,9 @@ async def _file_lock(path: Path, wait: float | None) -> AsyncIterator[None]:
                 break
             except BlockingIOError:
                 _check_deadline(deadline, str(path))
+                if not waited:
+                    waited = True
+                    logger.info("run lock %s is held by another run: waiting", path.name)
                 await asyncio.sleep(_FILE_POLL_SECONDS)
         try:
             yield
@@ -101,12 +108,16 @@ async def _advisory_lock(key: int, wait: float | None) -> AsyncIterator[None]:
 
     conninfo = postgres_conninfo()
     deadline = _deadline(wait)
+    waited = False
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
         while True:
             row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone()
             if row and row[0]:
                 break
             _check_deadline(deadline, key)
+            if not waited:
+                waited = True
+                logger.info("run lock %s is held by another run: waiting", key)
             await asyncio.sleep(_ADVISORY_POLL_SECONDS)
         try:
             yield
