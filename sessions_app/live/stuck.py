@@ -32,6 +32,10 @@ from sessions_app.store.owner import gone_running_turns
 
 logger = logging.getLogger(__name__)
 
+#: How long a page load, a run or a server's start-up recovery tries to take the run lock
+#: of a session with dead turns (another recovery of the same process may hold it briefly).
+RECOVER_LOCK_WAIT_SECONDS = 0.2
+
 #: How long *Stop* tries to take the run lock of a session whose turns it found not
 #: running here (a live owner elsewhere keeps it; a dead one's lock is already free).
 STOP_LOCK_WAIT_SECONDS = 0.5
@@ -70,13 +74,15 @@ def dead_turn_ids(session_id: str) -> list[str]:
     return [turn for _s, turn in gone_running_turns(session_id, here=owned_turn_ids())]
 
 
-async def recover_dead_turns(session_id: str, *, force: bool = False, wait: float = 0) -> list[str]:
+async def recover_dead_turns(
+    session_id: str, *, force: bool = False, wait: float = RECOVER_LOCK_WAIT_SECONDS
+) -> list[str]:
     """Record the session's running turns interrupted/abandoned when nobody runs them, and
     broadcast them; returns their ids (docs/concepts.md "Stuck turns").
 
     Tried when some running turn's owner is gone (`dead_turn_ids`), or with `force` when
     any turn is running; done only under the session's run lock, taken within `wait`
-    seconds (0: one attempt): holding it proves that no process runs the session, so
+    seconds (0: one attempt; default RECOVER_LOCK_WAIT_SECONDS): holding it proves that no process runs the session, so
     every running turn of it is recorded, as the next run would (docs/runtime.md §3 step
     3). While a live run holds the lock nothing changes and [] is returned. Raises
     `SessionNotFoundError` for an unknown session.
