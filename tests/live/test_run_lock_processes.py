@@ -11,8 +11,10 @@ can resume.
 
 from __future__ import annotations
 
+import getpass
 import itertools
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -144,3 +146,21 @@ def test_four_run_turn_processes_on_one_session_run_one_after_another(tmp_path: 
             process.kill()
     assert not Turn.objects.filter(reason="abandoned").exists()
     assert_serialised("s-four", 4)
+
+
+def test_ctrl_c_on_run_turn_cancels_the_turn_and_says_who_stopped_it(tmp_path: Path) -> None:
+    make_session("s-ctrl-c", turns=0)
+    command, out, err = run_turn_process("s-ctrl-c", tmp_path, "shell")
+    try:
+        wait_for(
+            lambda: Event.objects.filter(session_id="s-ctrl-c", role="assistant").exists(),
+            "the turn's first event",
+        )
+        command.send_signal(signal.SIGINT)
+        assert command.wait(30) == 1, out.read_text() + err.read_text()
+    finally:
+        command.kill()
+    turn = Turn.objects.get(session_id="s-ctrl-c")
+    assert (turn.status, turn.reason) == ("interrupted", "canceled")
+    assert turn.stopped_by == f"{getpass.getuser()} (manage.py run_turn)"
+    assert out.read_text().strip().splitlines()[-1] == f"turn {turn.id}: interrupted (canceled)"
