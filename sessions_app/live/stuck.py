@@ -82,9 +82,10 @@ async def recover_dead_turns(
 
     Tried when some running turn's owner is gone (`dead_turn_ids`), or with `force` when
     any turn is running; done only under the session's run lock, taken within `wait`
-    seconds (0: one attempt; default RECOVER_LOCK_WAIT_SECONDS): holding it proves that no process runs the session, so
-    every running turn of it is recorded, as the next run would (docs/runtime.md §3 step
-    3). While a live run holds the lock nothing changes and [] is returned. Raises
+    seconds (0: one attempt; default RECOVER_LOCK_WAIT_SECONDS). Holding it proves that
+    no process runs the session, so every running turn of it is recorded, as the next
+    run would (docs/runtime.md §3 step 3). While a live run holds the lock nothing
+    changes and [] is returned. Raises
     `SessionNotFoundError` for an unknown session.
     """
     if not force and not await sync_to_async(dead_turn_ids)(session_id):
