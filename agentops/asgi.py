@@ -5,7 +5,9 @@ Websockets (``ws/sessions/<id>/``, `sessions_app.live.consumer`) pass the origin
 session authentication. With
 ``AGENTOPS_LIVE_DEMO=true`` (set by ``python3 dev.py serve``) the server process also keeps
 the demo session ``demo-live`` running a slowly streaming turn (`sessions_app.live.demo_live`),
-started on the first connection, so the dashboard always shows a live turn.
+started on the first connection, so the dashboard always shows a live turn. On its first
+call a server process also records abandoned the turns whose process died
+(`sessions_app.live.stuck.recover_on_first_call`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ application = ProtocolTypeRouter(
         "websocket": SettingsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# Turns a crashed or stopped predecessor left running are recorded abandoned on the first
+# call this process serves (sessions_app.live.stuck; daphne has no lifespan events).
+from sessions_app.live.stuck import recover_on_first_call  # noqa: E402
+
+application = recover_on_first_call(application)
 
 if settings.AGENTOPS_LIVE_DEMO:
     from sessions_app.live.demo_live import start_with

@@ -280,6 +280,15 @@ AGENTOPS_TURNS_PER_PAGE = envint("AGENTOPS_TURNS_PER_PAGE", 20)
 AGENTOPS_EVENTS_PER_TURN_PAGE = envint("AGENTOPS_EVENTS_PER_TURN_PAGE", 200)
 # Triage queue: a running turn with no new event for this long counts as stuck.
 AGENTOPS_STUCK_AFTER_SECONDS = envint("AGENTOPS_STUCK_AFTER_SECONDS", 600)
+# Run locks on SQLite (docs/runtime.md §2): one OS file lock per session in this directory
+# (created on demand), shared by every process on this machine; PostgreSQL uses advisory locks.
+# A relative path is taken from the project directory.
+AGENTOPS_LOCK_DIR = BASE_DIR / envstr("AGENTOPS_LOCK_DIR", ".local/locks")
+# A running turn's owner renews its lease every third of this; a lease this old means the
+# owner is gone (docs/concepts.md "Stuck turns").
+AGENTOPS_TURN_LEASE_SECONDS = envint("AGENTOPS_TURN_LEASE_SECONDS", 15)
+if AGENTOPS_TURN_LEASE_SECONDS < 3:
+    raise ImproperlyConfigured("AGENTOPS_TURN_LEASE_SECONDS must be at least 3")
 
 # Live turns (sessions_app.live): dotted path of the agent factory used for turns started
 # from the session page and `manage.py run_turn`: factory(*, todo_store) -> agent.

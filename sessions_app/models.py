@@ -275,6 +275,13 @@ class Turn(models.Model):
     status_note = models.CharField(max_length=500, blank=True, default="")
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Who runs a live turn (empty/None for imports): host and pid of its process, and the
+    # lease it renews while it runs; a lapsed lease or a dead pid means the owner is gone.
+    owner_host = models.CharField(max_length=255, blank=True, default="", db_default="")
+    owner_pid = models.PositiveIntegerField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    # Who asked to stop it and from where, e.g. "admin (page)"; empty when nobody did.
+    stopped_by = models.CharField(max_length=255, blank=True, default="", db_default="")
 
     objects = TurnQuerySet.as_manager()
 

@@ -10,7 +10,8 @@ The room, module by module:
 - `consumer` / `routing`: the websocket watchers connect to (gap-free resume);
 - `runs`: running turns as tasks of this process (`run_turn`, `start_turn`), the stop
   protocol (`request_stop`) and the agent factory (`get_agent`);
-- `stuck`: stuck running turns, and recording them abandoned;
+- `stuck`: dead turns (their owner is gone: recorded abandoned at once), stuck turns
+  (owner alive but silent), *Stop* (`stop_turns`) and the recovery when a server starts;
 - `views`: starting and stopping turns from the session page; `demo_live`: the
   always-running demo session; `groups`: group names and `broadcast`.
 
@@ -30,26 +31,42 @@ from sessions_app.live.runs import (
     RunHandle,
     get_agent,
     get_todo_store,
+    owned_turn_ids,
     request_stop,
     run_turn,
     running_turn_ids,
     start_turn,
 )
-from sessions_app.live.stuck import abandon_stuck_turns, active_turn_id, stuck_turn_ids
+from sessions_app.live.stuck import (
+    StopOutcome,
+    active_turn_id,
+    dead_turn_ids,
+    recover_dead_turns,
+    recover_everywhere,
+    recover_on_first_call,
+    stop_turns,
+    stuck_turn_ids,
+)
 
 __all__ = [
     "LiveSessionService",
     "RunHandle",
-    "abandon_stuck_turns",
+    "StopOutcome",
     "active_turn_id",
+    "dead_turn_ids",
     "event_payloads_after",
     "get_agent",
     "get_todo_store",
     "last_event_id",
+    "owned_turn_ids",
+    "recover_dead_turns",
+    "recover_everywhere",
+    "recover_on_first_call",
     "request_stop",
     "run_turn",
     "running_turn_ids",
     "start_turn",
+    "stop_turns",
     "stuck_turn_ids",
     "turn_payload",
     "turn_payloads",

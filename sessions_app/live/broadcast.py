@@ -115,9 +115,10 @@ class LiveSessionService(DjangoSessionService):
         if payload is not None:
             await send(payload["session_id"], {"type": TURN, "turn": payload})
 
-    async def begin_turn(self, session_id: str, turn: Turn) -> Turn:
-        """Record the turn (see `DjangoSessionService.begin_turn`), then broadcast it."""
-        begun = await super().begin_turn(session_id, turn)
+    async def _record_begin(self, session_id: str, turn: Turn) -> Turn:
+        """Record the turn, then broadcast it: both are part of beginning it, so a stop
+        that arrives meanwhile ends it canceled (`DjangoSessionService.begin_turn`)."""
+        begun = await super()._record_begin(session_id, turn)
         self._turns[begun.id] = TurnCalls()
         if self.on_begin is not None:
             self.on_begin(begun)

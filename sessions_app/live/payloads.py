@@ -24,7 +24,7 @@ Payload shapes (times ISO 8601 UTC):
   before this fragment, so a fragment whose complete event was already received can be
   dropped (a watcher that caught up after a reconnect).
 - TurnPayload: ``{id, session_id, status, reason, failure_code, failure_stage,
-  failure_message, status_note, started_at, finished_at, event_count,
+  failure_message, status_note, stopped_by, started_at, finished_at, event_count,
   session_turn_count}``.
 
 HTML for watchers is made from these values where they are watched
@@ -223,6 +223,7 @@ def _turn_payload_of(row: models.Turn) -> dict[str, Any]:
         "failure_stage": row.failure_stage,
         "failure_message": row.failure_message,
         "status_note": row.status_note,
+        "stopped_by": row.stopped_by,
         "started_at": _iso(row.started_at),
         "finished_at": _iso(row.finished_at),
         "event_count": getattr(row, "event_count", None) or 0,
@@ -244,6 +245,7 @@ def turn_row(payload: dict[str, Any]) -> models.Turn:
         failure_stage=payload["failure_stage"],
         failure_message=payload["failure_message"],
         status_note=payload.get("status_note", ""),
+        stopped_by=payload.get("stopped_by", ""),
         started_at=started,
         finished_at=finished,
     )

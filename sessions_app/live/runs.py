@@ -31,6 +31,7 @@ from sessions_app.live.broadcast import LiveSessionService, send
 from sessions_app.live.groups import group_name
 from sessions_app.live.payloads import CANCEL
 from sessions_app.projector import ProductProjector
+from sessions_app.store.owner import lease_seconds, renew_leases
 
 logger = logging.getLogger(__name__)
 
@@ -81,9 +82,30 @@ class RunHandle:
 _RUNS: dict[str, list[RunHandle]] = {}
 
 
+#: Turns whose run is live in this process, whichever way it started (page, command, demo).
+_OWNED: set[str] = set()
+
+
 def running_turn_ids(session_id: str) -> list[str]:
-    """Ids of the turns of `session_id` that run in this process."""
+    """Ids of the turns of `session_id` started here with `start_turn` and still running."""
     return [h.turn_id for h in _RUNS.get(session_id, []) if h.turn_id and not h.task.done()]
+
+
+def owned_turn_ids() -> frozenset[str]:
+    """Ids of every turn whose run is live in this process (`run_turn`, any entry point)."""
+    return frozenset(_OWNED)
+
+
+async def _renew_leases(turn_ids: Sequence[str]) -> None:
+    """Renew the leases of `turn_ids` every third of AGENTOPS_TURN_LEASE_SECONDS until
+    cancelled (docs/concepts.md "Stuck turns"); a failed renewal is logged and retried."""
+    period = lease_seconds() / 3
+    while True:
+        await asyncio.sleep(period)
+        try:
+            await sync_to_async(renew_leases)(list(turn_ids))
+        except Exception:
+            logger.warning("renewing the lease of turns %s failed", list(turn_ids), exc_info=True)
 
 
 async def run_turn(
@@ -115,14 +137,16 @@ async def run_turn(
 
     def begun(turn: Turn) -> None:
         turn_ids.append(turn.id)
+        _OWNED.add(turn.id)
         if previous is not None:
             previous(turn)
 
     service.on_begin = begun
     listener = None
-    if listen_for_cancel and me is not None:
-        listener = await _CancelListener.start(session_id, me, turn_ids)
+    renewer = asyncio.create_task(_renew_leases(turn_ids), name=f"agentops-lease-{session_id}")
     try:
+        if listen_for_cancel and me is not None:
+            listener = await _CancelListener.start(session_id, me, turn_ids)
         run = cast(AsyncGenerator[Event, None], runner.run(session_id, message))
         async with contextlib.aclosing(run) as events:
             async for event in events:
@@ -139,6 +163,10 @@ async def run_turn(
                     raise
     finally:
         service.on_begin = previous
+        _OWNED.difference_update(turn_ids)
+        renewer.cancel()
+        with contextlib.suppress(BaseException):
+            await renewer
         if listener is not None:
             await listener.stop()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
@@ -41,6 +41,8 @@ def _answer(
         return HttpResponse(escape(str(data.get("error", note))), status=status)
     if status >= 400:
         messages.error(request, str(data.get("error", "The request was refused.")))
+    elif note:
+        messages.info(request, note)
     return redirect(reverse("sessions:detail", args=[session_id]) + "#live")
 
 
@@ -69,6 +71,8 @@ async def run_turn(request: HttpRequest, session_id: str) -> HttpResponse:
         return _answer(
             request, session.id, 400, {"error": "Write a message (at most 20,000 characters)."}
         )
+    # A turn whose process died must not block the session (docs/concepts.md "Stuck turns").
+    await live.recover_dead_turns(session.id)
     busy = await sync_to_async(live.active_turn_id)(session.id)
     if busy:
         # One turn at a time per session: a second one would wait behind the run lock.
@@ -92,25 +96,39 @@ async def run_turn(request: HttpRequest, session_id: str) -> HttpResponse:
 async def stop_turns(request: HttpRequest, session_id: str) -> HttpResponse:
     """POST /sessions/<id>/stop/ (optional `turn_id`): stop the running turn(s), here or
     in the server process that runs them (``turn.cancel``); they end interrupted/canceled.
-    A stuck turn that no live run holds (its process died) is recorded
-    interrupted/abandoned instead (`live.abandon_stuck_turns`). JSON answer:
-    ``{"cancelled_here": n, "abandoned": [turn ids]}`` (202)."""
+    Turns that no live process runs (it died) are recorded interrupted/abandoned at once
+    (`live.stop_turns`). The stop is attributed to the user ("<username> (page)",
+    `Turn.stopped_by`). JSON answer: ``{"running": [turn ids], "cancelled_here": n,
+    "abandoned": [turn ids]}``: 202, or 200 when nothing was running."""
     session, refused = await _admin_session(request, session_id)
     if refused is not None or session is None:
         return refused or HttpResponse(status=404)
     turn_id = request.POST.get("turn_id", "")
-    cancelled = await live.request_stop(session.id, turn_id)
-    abandoned = [] if cancelled else await live.abandon_stuck_turns(session.id, turn_id)
-    note = "No process was running it: recorded as abandoned." if abandoned else "Stop requested."
-    data: dict[str, object] = {"cancelled_here": cancelled, "abandoned": abandoned}
+    by = f"{request.user.get_username()} (page)"
+    outcome = await live.stop_turns(session.id, turn_id, by=by)
+    data: dict[str, object] = {
+        "running": outcome.running,
+        "cancelled_here": outcome.cancelled_here,
+        "abandoned": outcome.abandoned,
+    }
+    if not outcome.running:
+        return _answer(request, session.id, 200, data, "Nothing is running.")
+    if outcome.abandoned:
+        note = "No process was running it: recorded as abandoned."
+    else:
+        note = "Stop requested."
     return _answer(request, session.id, 202, data, note)
 
 
 def page_context(request: HttpRequest, session: Session) -> dict[str, object]:
-    """What the session page needs for live updates (one query: the last event id).
+    """What the session page needs for live updates: one query (the last event id), plus
+    one for the session's dead running turns, which are recorded abandoned first
+    (`live.recover_dead_turns`, docs/concepts.md "Stuck turns").
 
     ``{"ws_path": "/ws/sessions/<id>/", "last_event_id": int, "can_run_turns": bool}``.
     """
+    if live.dead_turn_ids(session.id):
+        async_to_sync(live.recover_dead_turns)(session.id)
     return {
         "ws_path": f"/ws/sessions/{quote(session.id, safe='')}/",
         "last_event_id": live.last_event_id(session.id),

@@ -3,7 +3,8 @@
 - `service`: `DjangoSessionService` (`SessionService` + `TurnStore` + `RunLock`).
 - `rows`: rows <-> runtime values (`Event`, `Session`, `Turn`); the only translation.
 - `columns`: the stored columns of events and turns, read from the models.
-- `run_lock`: advisory lock on PostgreSQL, in-process lock elsewhere.
+- `run_lock`: advisory lock on PostgreSQL, an OS file lock per session elsewhere (both die
+  with their holder).
 - `resume`: a session's facts as runtime values and its resume status.
 """
 

@@ -21,6 +21,7 @@ __all__ = [
     "EVENT_PRODUCT_COLUMNS",
     "EVENT_RUNTIME_COLUMNS",
     "TURN_COLUMNS",
+    "TURN_RUN_COLUMNS",
     "column_names",
     "json_row",
 ]
@@ -46,8 +47,12 @@ EVENT_RUNTIME_COLUMNS = tuple(c for c in EVENT_COLUMNS if c not in EVENT_PRODUCT
 #: insertion order (so id order is conversation order, docs/runtime.md §1).
 EVENT_INSERT_COLUMNS = tuple(c for c in EVENT_COLUMNS if c != "id")
 
-#: Every stored column of a turn (`models.Turn`).
-TURN_COLUMNS = column_names(models.Turn)
+#: Turn columns of a live run's bookkeeping (its owner's lease, who stopped it): written
+#: by the store while a turn runs, never imported nor exported (database defaults).
+TURN_RUN_COLUMNS = ("owner_host", "owner_pid", "lease_until", "stopped_by")
+
+#: The stored columns of a turn's record (`models.Turn`), as imported and exported.
+TURN_COLUMNS = tuple(c for c in column_names(models.Turn) if c not in TURN_RUN_COLUMNS)
 
 
 def json_row(row: django_models.Model, columns: tuple[str, ...]) -> dict[str, Any]:

@@ -10,11 +10,12 @@ one transaction per operation. The session's todo list is kept by whichever app 
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
@@ -33,11 +34,14 @@ from agentops.runtime.session import (
 from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos
 from sessions_app import models
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
+from sessions_app.store.owner import owner_fields
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.rows import row_fields_from_event, session_from_row, turn_from_row
 from sessions_app.store.run_lock import run_lock
 
 __all__ = ["DjangoSessionService"]
+
+_T = TypeVar("_T")
 
 
 class DjangoSessionService:
@@ -183,8 +187,14 @@ class DjangoSessionService:
     # -- turns ---------------------------------------------------------------------------
 
     async def begin_turn(self, session_id: str, turn: Turn) -> Turn:
-        """Record a new running turn (docs/runtime.md §2); invalid or duplicate ->
-        InvalidTurnError."""
+        """Record a new running turn owned by this process (host, pid, lease: `owner`)
+        (docs/runtime.md §2); invalid or duplicate -> InvalidTurnError.
+
+        A cancellation that arrives while the turn is being recorded is held back until it
+        is recorded and then delivered again, so it reaches the runner once the turn has
+        begun and the turn ends interrupted/canceled: the write runs in a worker thread
+        that a cancellation does not stop, and a turn recorded by a caller that was told
+        "cancelled" would be left running until a later run abandoned it."""
         if not turn.id:
             raise errors.InvalidTurnError(turn.id, "a turn needs an id")
         if turn.session_id != session_id:
@@ -193,6 +203,10 @@ class DjangoSessionService:
             )
         if turn.status is not TurnStatus.RUNNING:
             raise errors.InvalidTurnError(turn.id, f"a new turn must be running, not {turn.status}")
+        return await _cancel_after(self._record_begin(session_id, turn))
+
+    async def _record_begin(self, session_id: str, turn: Turn) -> Turn:
+        """Record the turn (subclasses add what else belongs to beginning it)."""
         return await sync_to_async(self._begin_turn)(session_id, turn)
 
     def _begin_turn(self, session_id: str, turn: Turn) -> Turn:
@@ -201,13 +215,15 @@ class DjangoSessionService:
                 raise errors.SessionNotFoundError(session_id)
             if models.Turn.objects.filter(pk=turn.id).exists():
                 raise errors.InvalidTurnError(turn.id, "a turn with this id already exists")
+            now = timezone.now()
             row = models.Turn.objects.create(
                 id=turn.id,
                 session_id=session_id,
                 status=TurnStatus.RUNNING,
                 started_at=turn.started_at,
+                **owner_fields(now),
             )
-            models.Session.objects.filter(pk=session_id).update(updated_at=timezone.now())
+            models.Session.objects.filter(pk=session_id).update(updated_at=now)
         return turn_from_row(row)
 
     async def finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
@@ -280,6 +296,21 @@ class DjangoSessionService:
                 refresh_resume_status(session_id)
         return [turn_from_row(row) for row in rows]
 
+    async def record_stop_request(self, session_id: str, turn_id: str, by: str) -> list[str]:
+        """Note on the session's running turns (only `turn_id` when given) who asked to stop
+        them and from where (`Turn.stopped_by`, e.g. "admin (page)", cut to 255 chars);
+        return their ids ([]: nothing was running)."""
+        return await sync_to_async(self._record_stop_request)(session_id, turn_id, by)
+
+    def _record_stop_request(self, session_id: str, turn_id: str, by: str) -> list[str]:
+        with transaction.atomic():
+            running = models.Turn.objects.filter(session_id=session_id, status=TurnStatus.RUNNING)
+            if turn_id:
+                running = running.filter(pk=turn_id)
+            ids = list(running.select_for_update().values_list("id", flat=True))
+            models.Turn.objects.filter(pk__in=ids).update(stopped_by=by[:255])
+        return ids
+
     # -- run lock ------------------------------------------------------------------------
 
     def run_lock(
@@ -289,3 +320,27 @@ class DjangoSessionService:
         `sessions_app.store.run_lock.run_lock`. `wait`: give up after that many seconds
         (None: wait as long as it takes); entering then raises TimeoutError."""
         return run_lock(app_name, user_id, session_id, wait=wait)
+
+
+async def _cancel_after(step: Awaitable[_T]) -> _T:
+    """Await `step` to its end even if the caller is cancelled meanwhile. Not cancelled:
+    its result or error. Cancelled: when `step` succeeded, return its result and cancel
+    the caller again (delivered at its next await); when it failed, raise the
+    cancellation. For a write that goes on without a cancelled caller (`begin_turn`)."""
+    inner = asyncio.ensure_future(step)
+    cancelled = False
+    while not inner.done():
+        try:
+            await asyncio.wait({inner})
+        except asyncio.CancelledError:
+            cancelled = True
+    if not cancelled:
+        return inner.result()
+    if inner.cancelled() or inner.exception() is not None:
+        raise asyncio.CancelledError
+    task = asyncio.current_task()
+    if task is not None:
+        # Same cancellation count, one delivery pending (asyncio.timeout reads the count).
+        task.uncancel()
+        task.cancel()
+    return inner.result()

@@ -44,7 +44,8 @@ def test_htmx_posts_get_the_note_to_show_beside_the_form(admin_client: Client) -
     assert run.status_code == 400
     assert run.content.decode() == "Write a message (at most 20,000 characters)."
     stop = admin_client.post(reverse("sessions:stop_turns", args=["s-note"]), headers=htmx)
-    assert (stop.status_code, stop.content.decode()) == (202, "Stop requested.")
+    # Nothing runs in s-note: no "Stop requested." for a stop that asks nothing.
+    assert (stop.status_code, stop.content.decode()) == (200, "Nothing is running.")
 
 
 def test_operator_may_not_start_or_stop_turns(operator_client: Client) -> None:
@@ -105,6 +106,7 @@ async def test_admin_starts_a_turn_that_runs_in_the_background(admin_user: User)
     latest = await Turn.objects.filter(session_id="s-run").order_by("-started_at").afirst()
     assert latest is not None
     assert (latest.status, latest.reason) == ("interrupted", "canceled")
+    assert latest.stopped_by == f"{admin_user.username} (page)"
 
 
 def test_run_turn_command_prints_events_and_final_status() -> None:

@@ -10,11 +10,17 @@ it comes: partial text inline, each stored event with its id, then the turn's fi
 (status, reason, failure code/stage). Watchers see it live, like a turn started from the
 page (with the Redis channel layer, on every server process). Exit status 0 when the turn
 completed, 1 otherwise (failed or interrupted), 2 for an unknown session or agent.
+
+Runs of one session are serialised across processes by the run lock (docs/runtime.md §2):
+while another process runs a turn of the session (the page, another `run_turn`), this one
+says so and waits for it to end. Ctrl-C stops the turn (interrupted/canceled, attributed
+to the OS user: "<user> (manage.py run_turn)").
 """
 
 from __future__ import annotations
 
 import asyncio
+import getpass
 from argparse import ArgumentParser
 from importlib import import_module
 from typing import Any
@@ -88,6 +94,12 @@ class Command(BaseCommand):
         if remote is not None:
             asyncio.run(self._run_remote(remote, options, agent, show))
             return
+        try:
+            # A turn whose process died is recorded abandoned now, not waited for.
+            asyncio.run(live.recover_dead_turns(options["session_id"]))
+        except SessionNotFoundError:
+            raise CommandError(f"no session {options['session_id']!r}", returncode=2) from None
+        self._say_if_busy(options["session_id"])
         service = live.LiveSessionService()
         service.on_begin = lambda turn: turn_ids.append(turn.id)
         error_name = ""
@@ -103,7 +115,12 @@ class Command(BaseCommand):
             )
         except SessionNotFoundError:
             raise CommandError(f"no session {options['session_id']!r}", returncode=2) from None
-        except (Exception, KeyboardInterrupt) as caught:
+        except KeyboardInterrupt:
+            error_name = "KeyboardInterrupt"
+            Turn.objects.filter(pk__in=turn_ids, stopped_by="").update(
+                stopped_by=f"{_os_user()} (manage.py run_turn)"
+            )
+        except Exception as caught:
             error_name = type(caught).__name__
         if streaming:
             self.stdout.write("")
@@ -155,6 +172,21 @@ class Command(BaseCommand):
         if turn.status is not TurnStatus.COMPLETED:
             raise CommandError("the turn did not complete", returncode=1)
 
+    def _say_if_busy(self, session_id: str) -> None:
+        """Tell the user when another process runs a turn of the session: the run waits for
+        it (the run lock), it does not break in."""
+        busy = (
+            Turn.objects.filter(session_id=session_id, status=Turn.Status.RUNNING)
+            .values_list("id", "owner_host", "owner_pid")
+            .first()
+        )
+        if busy is None:
+            return
+        turn_id, host, pid = busy
+        where = f" (pid {pid} on {host})" if pid else ""
+        self.stdout.write(f"Waiting for turn {turn_id}{where} to end: one run at a time.")
+        self.stdout.flush()
+
 
 def _remote_agent(path: str, service: RemoteSessionService) -> Any:
     """The agent of factory `path` (default AGENTOPS_AGENT) keeping its todo list through
@@ -164,3 +196,10 @@ def _remote_agent(path: str, service: RemoteSessionService) -> Any:
     if not module_name:
         raise ImportError(f"{dotted!r} is not a dotted path")
     return getattr(import_module(module_name), attr)(todo_store=RemoteTodoStore(service.http))
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "someone"
