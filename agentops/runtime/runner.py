@@ -334,8 +334,8 @@ class Runner:
                 errors.append(error)
         else:
             errors = await self._rollback(run, scope)
-        for error in errors:
-            logger.warning("recording consumer stop of turn %s failed: %r", run.turn_id, error)
+        for problem in errors:
+            logger.warning("recording consumer stop of turn %s failed: %r", run.turn_id, problem)
         scope.reraise_cancel()
 
     async def _fail(
