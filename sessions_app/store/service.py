@@ -28,9 +28,10 @@ from agentops.runtime.session import (
     TurnOutcome,
     TurnReason,
     TurnStatus,
+    persisted_state,
     validate_outcome,
 )
-from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos
+from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
@@ -57,26 +58,46 @@ class DjangoSessionService:
         session_id: str | None = None,
         state: dict[str, Any] | None = None,
     ) -> Session:
-        """Create a session (id: a new UUID4 hex when None); duplicate id -> ValueError."""
+        """Create a session (id: a new UUID4 hex when None); duplicate id -> ValueError.
+
+        `state["todos"]` becomes the session's todo rows (`signals.session_todos_set`, same
+        transaction; a non-list raises `TodoShapeError` and nothing is stored); ``temp:``
+        keys are not stored (docs/runtime.md §2), only returned in this call's session.
+        """
         return await sync_to_async(self._create_session)(app_name, user_id, session_id, state)
 
     def _create_session(
         self, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any] | None
     ) -> Session:
         now = timezone.now()
+        live = dict(state or {})
+        kept = persisted_state(live)
+        todos = coerce_todos(kept.pop(TODOS_STATE_KEY)) if TODOS_STATE_KEY in kept else None
         try:
             with transaction.atomic():
                 row = models.Session.objects.create(
                     id=session_id or uuid.uuid4().hex,
                     app_name=app_name,
                     user_id=user_id,
-                    state=dict(state or {}),
+                    state=kept,
                     created_at=now,
                     updated_at=now,
                 )
+                if todos is not None:
+                    # Todos: the rows are the one source of truth (docs/runtime.md §7).
+                    session_todos_set.send(
+                        sender=models.Session,
+                        session_id=row.id,
+                        items=todos,
+                        turn_id="",
+                        event_id=None,
+                        action="create_session",
+                    )
         except IntegrityError:
             raise ValueError(f"session {session_id!r} already exists") from None
-        return session_from_row(row)
+        if todos is not None:
+            live[TODOS_STATE_KEY] = dump_todos(todos)
+        return session_from_row(row).model_copy(update={"state": live})
 
     async def get_session(self, session_id: str) -> Session | None:
         """The session, or None when it does not exist.
@@ -120,8 +141,9 @@ class DjangoSessionService:
         return await sync_to_async(self._append_event)(event)
 
     def _append_event(self, event: Event) -> Event:
-        delta = dict(event.state_delta)
-        fields = row_fields_from_event(event)
+        # temp: keys live only in the returned copy (docs/runtime.md §2).
+        delta = persisted_state(event.state_delta)
+        fields = {**row_fields_from_event(event), "state_delta": dict(delta)}
         with transaction.atomic():
             # Inside the transaction: on SQLite BEGIN IMMEDIATE already holds the write
             # lock, so timestamps grow with ids.
