@@ -4,7 +4,8 @@
 - `rows`: rows <-> runtime values (`Event`, `Session`, `Turn`); the only translation.
 - `columns`: the stored columns of events and turns, read from the models.
 - `run_lock`: advisory lock on PostgreSQL, in-process lock elsewhere.
-- `resume`: a session's facts as runtime values and its resume status.
+- `resume`: a session's facts as runtime values and its resume status (full recomputation).
+- `resume_delta`: the resume status kept current on append, finalize and interrupt.
 """
 
 from __future__ import annotations

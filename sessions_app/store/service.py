@@ -35,6 +35,7 @@ from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
+from sessions_app.store.resume_delta import status_after_append, status_after_finish
 from sessions_app.store.rows import row_fields_from_event, session_from_row, turn_from_row
 from sessions_app.store.run_lock import run_lock
 
@@ -156,6 +157,7 @@ class DjangoSessionService:
                 if not touched:
                     raise errors.SessionNotFoundError(event.session_id)
                 row_id = self._insert_event(event.session_id, now, fields)
+                self._note_append(event, row_id)
                 return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
             # A delta: read-modify-write of the state under the row lock (SELECT ... FOR
             # UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already holds the write lock).
@@ -181,7 +183,18 @@ class DjangoSessionService:
             if delta:
                 update["state"] = {**state, **delta}
             models.Session.objects.filter(pk=event.session_id).update(**update)
+            self._note_append(event, row_id)
         return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
+
+    @staticmethod
+    def _note_append(event: Event, row_id: int) -> None:
+        """Keep the resume status current after an append (`resume_delta`); the session
+        row is already locked by this transaction."""
+        change = status_after_append(event.session_id, event, row_id)
+        if change is None:
+            refresh_resume_status(event.session_id)
+        elif change:
+            models.Session.objects.filter(pk=event.session_id).update(**change)
 
     @staticmethod
     def _insert_event(session_id: str, now: datetime, fields: dict[str, Any]) -> int:
@@ -201,6 +214,7 @@ class DjangoSessionService:
             ).update(deleted_at=timezone.now())
             if not updated:
                 raise errors.EventNotFoundError(session_id, event_id)
+            refresh_resume_status(session_id)  # rare (legacy rollback): recompute in full
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -256,9 +270,23 @@ class DjangoSessionService:
                 raise errors.TurnNotFoundError(turn_id)
             if not updated:
                 raise errors.TurnStateConflictError(turn_id, row.status)
+            # The session row is locked first, so the events read next are final.
             models.Session.objects.filter(pk=row.session_id).update(updated_at=now)
-            refresh_resume_status(row.session_id)
+            self._note_finish(row.session_id, [turn_id], outcome.status)
         return turn_from_row(row)
+
+    @staticmethod
+    def _note_finish(session_id: str, turn_ids: Sequence[str], status: TurnStatus) -> None:
+        """Keep the resume status current after `turn_ids` became `status` (`resume_delta`)."""
+        changes: dict[str, Any] = {}
+        for turn_id in turn_ids:
+            change = status_after_finish(session_id, turn_id, status)
+            if change is None:
+                refresh_resume_status(session_id)
+                return
+            changes.update(change)
+        if changes:
+            models.Session.objects.filter(pk=session_id).update(**changes)
 
     async def get_turn(self, turn_id: str) -> Turn | None:
         """The turn, or None when missing."""
@@ -299,7 +327,8 @@ class DjangoSessionService:
             )
             rows = list(models.Turn.objects.filter(pk__in=running).order_by("started_at", "id"))
             if running:
-                refresh_resume_status(session_id)
+                models.Session.objects.filter(pk=session_id).update(updated_at=now)
+                self._note_finish(session_id, running, TurnStatus.INTERRUPTED)
         return [turn_from_row(row) for row in rows]
 
     # -- run lock ------------------------------------------------------------------------
