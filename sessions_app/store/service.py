@@ -328,7 +328,13 @@ class DjangoSessionService:
             rows = list(models.Turn.objects.filter(pk__in=running).order_by("started_at", "id"))
             if running:
                 models.Session.objects.filter(pk=session_id).update(updated_at=now)
-                self._note_finish(session_id, running, TurnStatus.INTERRUPTED)
+                if reason is TurnReason.ABANDONED:
+                    # Crash recovery (rare): recompute in full, which also heals a status
+                    # left stale by rows written outside this store or before it kept
+                    # the status incrementally.
+                    refresh_resume_status(session_id)
+                else:
+                    self._note_finish(session_id, running, TurnStatus.INTERRUPTED)
         return [turn_from_row(row) for row in rows]
 
     # -- run lock ------------------------------------------------------------------------
