@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
@@ -132,7 +133,7 @@ class CleanupScope:
         first (the write is then cancelled).
         """
         loop = asyncio.get_running_loop()
-        until = self.start() if deadline is None else deadline
+        until = self.start() if deadline is None else deadline  # math.inf: no bound
         if loop.time() >= until:
             _close(awaitable)
             raise TimeoutError("clean-up deadline passed before the write started")
@@ -140,8 +141,9 @@ class CleanupScope:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         while not task.done():
+            left = None if math.isinf(until) else max(until - loop.time(), 0.0) + _GRACE
             try:
-                await asyncio.wait({task}, timeout=max(until - loop.time(), 0.0) + _GRACE)
+                await asyncio.wait({task}, timeout=left)
             except asyncio.CancelledError:
                 self.cancelled = True
                 continue
@@ -171,6 +173,8 @@ class CleanupScope:
 
 
 async def _bounded_at(awaitable: Awaitable[T], deadline: float) -> T:
+    if math.isinf(deadline):
+        return await awaitable
     async with asyncio.timeout_at(deadline):
         return await awaitable
 

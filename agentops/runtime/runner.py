@@ -29,6 +29,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -155,13 +156,7 @@ class Runner:
                 if self._run_lock is not None:
                     # The lock is ours, so any running turn belongs to a dead process.
                     await self._recover_abandoned(store, session_id)
-                await self._bounded(
-                    store.begin_turn(
-                        session_id,
-                        Turn(id=run.turn_id, session_id=session_id, started_at=utc_now()),
-                    ),
-                    deadline,
-                )
+                await self._begin(store, run, deadline)
             agent_iter: AsyncIterator[Event | BaseException] | None = None
             stage = FailureStage.PERSISTENCE
             try:
@@ -288,6 +283,23 @@ class Runner:
             scope.reraise_cancel(error)
             raise
         scope.reraise_cancel()
+
+    async def _begin(self, store: TurnStore, run: _Run, deadline: float | None) -> None:
+        """docs/runtime.md §3 step 4, bounded by the run's deadline. A cancellation that
+        arrives meanwhile does not stop the write (the store may have committed it): the
+        begun turn is then recorded interrupted/canceled and the cancellation raised."""
+        turn = Turn(id=run.turn_id, session_id=run.session.id, started_at=utc_now())
+        scope = self._scope()
+        try:
+            until = math.inf if deadline is None else deadline
+            await scope.settle(store.begin_turn(run.session.id, turn), deadline=until)
+        except BaseException as error:
+            scope.reraise_cancel(error)
+            raise
+        if scope.cancelled:
+            cause = asyncio.CancelledError("cancelled while the turn began")
+            await self._fail(run, cause, FailureStage.PERSISTENCE, None)
+            raise cause
 
     async def _close_agent(
         self, agent_iter: AsyncIterator[Any] | None, scope: CleanupScope

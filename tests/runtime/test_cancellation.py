@@ -219,6 +219,29 @@ async def test_cancel_during_step3_interrupt_finishes_it_then_raises(
     )  # fmt: skip
 
 
+@pytest.mark.turn_store
+async def test_cancel_while_the_turn_begins_records_it_canceled(
+    durable_store: StoreHarness,
+) -> None:
+    """The store may commit the begin after the cancel arrived: the turn is then recorded
+    interrupted/canceled, never left running."""
+    sid = await new_session(durable_store)
+    gate = Gate()
+    service = FaultyService(durable_store.service, {"begin_turn": gate})
+    runner = Runner(raising_agent(ValueError("unused"), events=0), service, cleanup_timeout=BOUND)
+    async with asyncio.timeout(BOUND):
+        task = asyncio.create_task(drain(runner, sid))
+        await gate.entered.wait()
+        task.cancel()
+        await asyncio.sleep(0.01)
+        gate.release()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    [turn] = await turns_of(durable_store, sid)
+    assert (turn.status, turn.reason) == (TurnStatus.INTERRUPTED, TurnReason.CANCELED)
+    assert await durable_store.service.list_events(sid) == []
+
+
 # -- bounds ------------------------------------------------------------------------------
 
 
