@@ -22,7 +22,7 @@ validates the tool protocol of the result (docs/runtime.md §3 step 7). Stored h
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -146,11 +146,16 @@ def apply_tool_outcomes(
     return result
 
 
-def load_outcomes(session_id: str) -> dict[tuple[int, str], RecordedOutcome]:
-    """The session's recorded outcomes keyed by (assistant event id, call id). One query."""
+def load_outcomes(
+    session_id: str, event_ids: Collection[int] | None = None
+) -> dict[tuple[int, str], RecordedOutcome]:
+    """The session's recorded outcomes keyed by (assistant event id, call id); only those
+    of the assistant events `event_ids` when given. One query."""
     from sessions_app.models import ToolOutcome
 
     rows = ToolOutcome.objects.filter(session_id=session_id).select_related("recorded_by")
+    if event_ids is not None:
+        rows = rows.filter(event_id__in=list(event_ids))
     return {
         (row.event_id, row.call_id): RecordedOutcome(
             event_id=row.event_id,

@@ -43,6 +43,10 @@ inside its transaction, after the event row is inserted.
 Keyword arguments: ``session_id`` (str), ``items`` (the runtime `TodoItem`s, coerced per
 docs/runtime.md §7), ``turn_id`` (str) and ``event_id`` (int: the stored event's id). A receiver
 replaces the session's list with `items`. The key is not merged into `Session.state`.
+
+Also sent by `DjangoSessionService.create_session` when the initial state holds ``todos``,
+inside its transaction, with ``turn_id=""``, ``event_id=None`` and
+``action="create_session"`` (absent otherwise: the change is a state delta).
 """
 
 parsed_session_written = Signal()

@@ -43,15 +43,17 @@ def replace_from_state_delta(
     session_id: str,
     items: Sequence[RuntimeTodoItem],
     turn_id: str,
-    event_id: int,
+    event_id: int | None,
+    action: str = "state_delta",
     **_kwargs: Any,
 ) -> None:
-    """Replace the list with `items` as the agent's change in event `event_id`."""
+    """Replace the list with `items` as the agent's change in event `event_id` (None: the
+    initial state of `create_session`, `action` "create_session")."""
     replace_todos(
         session_id,
         items,
         actor=Actor.agent(turn_id=turn_id, event_id=event_id),
-        action="state_delta",
+        action=action,
     )
 
 

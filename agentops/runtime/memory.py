@@ -6,9 +6,11 @@
   runner then rolls failed turns back (legacy semantics).
 - `InMemoryTodoStore`: the todo store on top of either one's session state.
 
-Everything lives in process memory and dies with it. Sessions are stored and returned as
-deep copies; events are immutable models stored as deep copies of what was appended and
-shared when listed (never mutate their dict fields).
+Everything lives in process memory and dies with it. What goes in and what comes out are
+deep copies (sessions, events; turns hold no mutable values), so a caller that mutates a
+returned value's dict never rewrites stored history. ``temp:`` state keys are kept live
+only: they stay in the session returned by `create_session` and the event returned by
+`append_event`, and are never stored (docs/runtime.md §2 "Temporary state").
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from agentops.runtime.session import (
     TurnOutcome,
     TurnReason,
     TurnStatus,
+    persisted_state,
     validate_outcome,
 )
 from agentops.runtime.todos import (
@@ -100,7 +103,7 @@ class LegacyInMemorySessionService:
     ) -> Session:
         """Create a session (id generated when None); duplicate id -> ValueError."""
         now = self._clock()
-        session = Session(
+        live = Session(
             id=session_id or new_id("session"),
             app_name=app_name,
             user_id=user_id,
@@ -108,11 +111,12 @@ class LegacyInMemorySessionService:
             created_at=now,
             updated_at=now,
         )
+        stored = live.model_copy(update={"state": copy.deepcopy(persisted_state(live.state))})
         with self._mutex:
-            if session.id in self._sessions:
-                raise ValueError(f"session {session.id!r} already exists")
-            self._sessions[session.id] = _SessionRecord(session)
-        return session.model_copy(deep=True)
+            if live.id in self._sessions:
+                raise ValueError(f"session {live.id!r} already exists")
+            self._sessions[live.id] = _SessionRecord(stored)
+        return live
 
     async def get_session(self, session_id: str) -> Session | None:
         """A copy of the session, or None."""
@@ -124,33 +128,35 @@ class LegacyInMemorySessionService:
         """Active events in id order; unknown session -> `SessionNotFoundError`."""
         with self._mutex:
             record = self._record(session_id)
-            # Events are immutable models; only their dicts could be mutated, so the
-            # stored copies are never handed out (append_event stores a deep copy).
-            return [stored.event for stored in record.events if stored.active]
+            active = [stored.event for stored in record.events if stored.active]
+        return [event.model_copy(deep=True) for event in active]
 
     async def append_event(self, event: Event) -> Event:
-        """Store a complete event; assigns id and UTC timestamps; merges `state_delta`.
+        """Store a complete event; assigns id and UTC timestamps; merges `state_delta`
+        (without ``temp:`` keys, which stay only in the returned copy).
 
         Raises `SessionNotFoundError` and, for a partial event, `InvalidEventError`.
         """
         if event.partial:
             raise InvalidEventError(event.session_id, "partial events are never stored")
         now = self._clock()
+        delta = copy.deepcopy(persisted_state(event.state_delta))
         with self._mutex:
             record = self._record(event.session_id)
-            stored = event.model_copy(
+            live = event.model_copy(
                 update={"id": self._next_event_id, "created_at": now, "updated_at": now},
                 deep=True,
             )
             self._next_event_id += 1
+            stored = live.model_copy(update={"state_delta": delta}, deep=True)
             state = record.session.state
-            if stored.state_delta:
-                state = {**state, **copy.deepcopy(stored.state_delta)}
+            if delta:
+                state = {**state, **copy.deepcopy(delta)}
             record.session = record.session.model_copy(update={"state": state, "updated_at": now})
             entry = _StoredEvent(stored)
             record.events.append(entry)
             record.by_id[stored.id] = entry
-            return stored
+            return live
 
     async def delete_event(self, session_id: str, event_id: int) -> None:
         """Soft-delete an active event; otherwise `EventNotFoundError`."""
@@ -175,7 +181,8 @@ class LegacyInMemorySessionService:
     async def all_events(self, session_id: str) -> list[Event]:
         """Every stored event, deleted and archived included, in id order (for tests)."""
         with self._mutex:
-            return [stored.event for stored in self._record(session_id).events]
+            events = [stored.event for stored in self._record(session_id).events]
+        return [event.model_copy(deep=True) for event in events]
 
     def _modify_state(self, session_id: str, change: Callable[[dict[str, Any]], T]) -> T:
         """Run `change(state_copy)` under the mutex and store the changed copy."""

@@ -26,13 +26,16 @@ collector closes the generator.)
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
+from agentops.runtime.cleanup import CleanupScope, attach_errors, cleanup_errors, outcome_for
 from agentops.runtime.errors import SessionNotFoundError
 from agentops.runtime.failures import FailureClassifier, default_failure_classifier
 from agentops.runtime.ids import new_id
@@ -45,7 +48,6 @@ from agentops.runtime.session import (
     Session,
     SessionService,
     Turn,
-    TurnFailure,
     TurnOutcome,
     TurnReason,
     TurnStatus,
@@ -57,9 +59,6 @@ __all__ = ["Agent", "AgentLike", "Runner", "cleanup_errors"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: Attribute under which clean-up errors are attached to the raised exception.
-_CLEANUP_ATTR = "__agentops_cleanup_errors__"
 
 
 class Agent(Protocol):
@@ -73,25 +72,6 @@ class Agent(Protocol):
 AgentFunc = Callable[[list[Event]], AsyncIterator[Event | BaseException]]
 #: What `Runner` accepts as an agent: an `Agent` object or an agent function.
 AgentLike = Agent | AgentFunc
-
-
-def cleanup_errors(exc: BaseException) -> tuple[BaseException, ...]:
-    """Errors of clean-up writes (finalize, rollback deletes) attached to `exc` by a run.
-
-    The run raises the original cause; these are also summarised in its notes.
-    """
-    return tuple(getattr(exc, _CLEANUP_ATTR, ()))
-
-
-def _attach(exc: BaseException, errors: Sequence[BaseException], what: str) -> None:
-    if not errors:
-        return
-    try:
-        setattr(exc, _CLEANUP_ATTR, (*cleanup_errors(exc), *errors))
-    except (AttributeError, TypeError):  # exotic exceptions without a __dict__
-        pass
-    for error in errors:
-        exc.add_note(f"agentops: {what} failed: {type(error).__name__}: {error}")
 
 
 @dataclass
@@ -109,8 +89,10 @@ class Runner:
       async), or None for the default projector (docs/runtime.md §4).
     - `classifier`: ``(exception, stage) -> TurnFailure | None``, or None for
       `default_failure_classifier` (docs/runtime.md §6).
-    - `cleanup_timeout`: seconds each clean-up write (finalize, interrupt, rollback) may
-      take; clean-up runs even after cancellation (docs/runtime.md §3).
+    - `cleanup_timeout`: seconds all the clean-up writes of one turn (finalize, or every
+      rollback delete) may take together; the step-3 interrupt and closing the agent get
+      the same bound each. Clean-up runs to its end even when the run is cancelled, then
+      the cancellation is raised (docs/runtime.md §3 "Clean-up writes").
 
     Capabilities of the service are detected once: a `TurnStore` gives durable turns, a
     `RunLock` serialises runs of one session; without a turn store failed turns are rolled
@@ -173,11 +155,8 @@ class Runner:
             if store is not None:
                 if self._run_lock is not None:
                     # The lock is ours, so any running turn belongs to a dead process.
-                    await store.interrupt_running_turns(session_id, TurnReason.ABANDONED)
-                await store.begin_turn(
-                    session_id,
-                    Turn(id=run.turn_id, session_id=session_id, started_at=utc_now()),
-                )
+                    await self._recover_abandoned(store, session_id)
+                await self._begin(store, run, deadline)
             agent_iter: AsyncIterator[Event | BaseException] | None = None
             stage = FailureStage.PERSISTENCE
             try:
@@ -231,18 +210,12 @@ class Runner:
                     stage = FailureStage.CONSUMER
                     yield stored
             except GeneratorExit:
-                await self._close_agent(agent_iter)
-                await self._consumer_stopped(run)
+                await self._consumer_stopped(run, agent_iter)
                 raise
             except BaseException as cause:
-                await self._close_agent(agent_iter)
-                await self._fail(run, cause, stage)
+                await self._fail(run, cause, stage, agent_iter)
                 raise
-            await self._close_agent(agent_iter)
-            if store is not None:
-                await self._cleanup(
-                    store.finalize_turn(run.turn_id, TurnOutcome(status=TurnStatus.COMPLETED))
-                )
+            await self._finish(run, agent_iter)
 
     # -- steps -----------------------------------------------------------------------
 
@@ -295,77 +268,132 @@ class Runner:
         async with asyncio.timeout_at(deadline):
             return await awaitable
 
-    async def _cleanup(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run a clean-up write shielded from cancellation, bounded by `cleanup_timeout`.
+    def _scope(self) -> CleanupScope:
+        return CleanupScope(self.cleanup_timeout, self._background)
 
-        If the caller is cancelled meanwhile, the write goes on in the background (still
-        bounded) and the cancellation propagates.
-        """
-        task = asyncio.ensure_future(asyncio.wait_for(coro, self.cleanup_timeout))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return await asyncio.shield(task)
+    async def _recover_abandoned(self, store: TurnStore, session_id: str) -> None:
+        """docs/runtime.md §3 step 3, a clean-up write: bounded by `cleanup_timeout`, not
+        stopped by a cancellation (which is raised once it is over)."""
+        scope = self._scope()
+        try:
+            await scope.run(
+                functools.partial(store.interrupt_running_turns, session_id, TurnReason.ABANDONED)
+            )
+        except BaseException as error:
+            scope.reraise_cancel(error)
+            raise
+        scope.reraise_cancel()
 
-    async def _close_agent(self, agent_iter: AsyncIterator[Any] | None) -> None:
+    async def _begin(self, store: TurnStore, run: _Run, deadline: float | None) -> None:
+        """docs/runtime.md §3 step 4, bounded by the run's deadline. A cancellation that
+        arrives meanwhile does not stop the write (the store may have committed it): the
+        begun turn is then recorded interrupted/canceled and the cancellation raised."""
+        turn = Turn(id=run.turn_id, session_id=run.session.id, started_at=utc_now())
+        scope = self._scope()
+        try:
+            until = math.inf if deadline is None else deadline
+            await scope.settle(store.begin_turn(run.session.id, turn), deadline=until)
+        except BaseException as error:
+            scope.reraise_cancel(error)
+            raise
+        if scope.cancelled:
+            cause = asyncio.CancelledError("cancelled while the turn began")
+            await self._fail(run, cause, FailureStage.PERSISTENCE, None)
+            raise cause
+
+    async def _close_agent(
+        self, agent_iter: AsyncIterator[Any] | None, scope: CleanupScope
+    ) -> None:
+        """Close the agent's iterator, bounded by `cleanup_timeout` of its own (before the
+        writes' deadline starts); errors are logged."""
         aclose = getattr(agent_iter, "aclose", None)
         if aclose is None:
             return
+        deadline = asyncio.get_running_loop().time() + self.cleanup_timeout
         try:
-            await asyncio.wait_for(aclose(), self.cleanup_timeout)
+            await scope.settle(aclose(), deadline=deadline)
         except Exception:
             logger.warning("closing the agent failed", exc_info=True)
 
-    async def _consumer_stopped(self, run: _Run) -> None:
-        """docs/runtime.md §3 step 9: the caller stopped; record it, never raise (only log)."""
-        try:
-            if self._turn_store is not None:
-                outcome = TurnOutcome(
-                    status=TurnStatus.INTERRUPTED, reason=TurnReason.CONSUMER_STOPPED
+    async def _finish(self, run: _Run, agent_iter: AsyncIterator[Any] | None) -> None:
+        """docs/runtime.md §3 step 10: record the turn completed; errors are raised."""
+        scope = self._scope()
+        await self._close_agent(agent_iter, scope)
+        if self._turn_store is not None:
+            outcome = TurnOutcome(status=TurnStatus.COMPLETED)
+            try:
+                await scope.run(
+                    functools.partial(self._turn_store.finalize_turn, run.turn_id, outcome)
                 )
-                await self._cleanup(self._turn_store.finalize_turn(run.turn_id, outcome))
-            else:
-                errors = await self._rollback(run)
-                for error in errors:
-                    logger.warning("rollback of turn %s: %r", run.turn_id, error)
-        except BaseException:
-            logger.warning("recording consumer stop of turn %s failed", run.turn_id, exc_info=True)
+            except BaseException as error:
+                scope.reraise_cancel(error)
+                raise
+        scope.reraise_cancel()
 
-    async def _fail(self, run: _Run, cause: BaseException, stage: FailureStage) -> None:
-        """Record a failed turn (docs/runtime.md §3 "Failing a turn"); attach clean-up errors to
-        cause."""
-        if self._turn_store is None:
-            _attach(cause, await self._rollback(run), f"rollback of turn {run.turn_id}")
-            return
+    async def _consumer_stopped(self, run: _Run, agent_iter: AsyncIterator[Any] | None) -> None:
+        """docs/runtime.md §3 step 9: the caller stopped; record it. Errors are only logged;
+        a cancellation that arrives meanwhile is raised once the clean-up is over."""
+        scope = self._scope()
+        await self._close_agent(agent_iter, scope)
         errors: list[BaseException] = []
-        if isinstance(cause, TimeoutError):
-            outcome = TurnOutcome(
-                status=TurnStatus.INTERRUPTED, reason=TurnReason.DEADLINE_EXCEEDED
-            )
-        elif isinstance(cause, asyncio.CancelledError):
-            outcome = TurnOutcome(status=TurnStatus.INTERRUPTED, reason=TurnReason.CANCELED)
+        if self._turn_store is not None:
+            outcome = TurnOutcome(status=TurnStatus.INTERRUPTED, reason=TurnReason.CONSUMER_STOPPED)
+            try:
+                await scope.run(
+                    functools.partial(self._turn_store.finalize_turn, run.turn_id, outcome)
+                )
+            except Exception as error:
+                errors.append(error)
         else:
-            failure: TurnFailure | None = None
-            try:
-                failure = self.classifier(cause, stage)
-            except Exception as error:
-                errors.append(error)
-            outcome = TurnOutcome(
-                status=TurnStatus.FAILED, reason=TurnReason.AGENT_ERROR, failure=failure
-            )
-        try:
-            await self._cleanup(self._turn_store.finalize_turn(run.turn_id, outcome))
-        except Exception as error:
-            errors.append(error)
-        _attach(cause, errors, f"finalizing turn {run.turn_id}")
+            errors = await self._rollback(run, scope)
+        for problem in errors:
+            logger.warning("recording consumer stop of turn %s failed: %r", run.turn_id, problem)
+        scope.reraise_cancel()
 
-    async def _rollback(self, run: _Run) -> list[BaseException]:
-        """Delete the turn's stored events newest first; return every delete error."""
-        errors: list[Exception] = []
-        for event_id in reversed(run.stored_ids):
+    async def _fail(
+        self,
+        run: _Run,
+        cause: BaseException,
+        stage: FailureStage,
+        agent_iter: AsyncIterator[Any] | None,
+    ) -> None:
+        """Record a failed turn (docs/runtime.md §3 "Failing a turn"); attach clean-up errors
+        to `cause`. Raises `asyncio.CancelledError` (from `cause`) when a cancellation arrived
+        during the clean-up; otherwise returns and the caller re-raises `cause`."""
+        scope = self._scope()
+        await self._close_agent(agent_iter, scope)
+        if self._turn_store is None:
+            attach_errors(
+                cause, await self._rollback(run, scope), f"rollback of turn {run.turn_id}"
+            )
+        else:
+            errors: list[BaseException] = []
+            outcome = outcome_for(cause, stage, self.classifier, errors)
             try:
-                await self._cleanup(self.session_service.delete_event(run.session.id, event_id))
+                await scope.run(
+                    functools.partial(self._turn_store.finalize_turn, run.turn_id, outcome)
+                )
             except Exception as error:
                 errors.append(error)
+            attach_errors(cause, errors, f"finalizing turn {run.turn_id}")
+        scope.reraise_cancel(cause)
+
+    async def _rollback(self, run: _Run, scope: CleanupScope) -> list[BaseException]:
+        """Delete the turn's stored events newest first, all within the scope's one
+        deadline; return every delete error as one exception group (none: [])."""
+        errors: list[Exception] = []
+        pending = list(reversed(run.stored_ids))
+        for done, event_id in enumerate(pending):
+            try:
+                await scope.run(
+                    functools.partial(self.session_service.delete_event, run.session.id, event_id)
+                )
+            except Exception as error:
+                errors.append(error)
+            left = len(pending) - done - 1
+            if left and scope.expired:
+                errors.append(TimeoutError(f"clean-up deadline passed with {left} deletes left"))
+                break
         if errors:
             return [ExceptionGroup(f"rollback of turn {run.turn_id} failed", errors)]
         return []

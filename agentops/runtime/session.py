@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from enum import StrEnum
@@ -24,6 +24,7 @@ from agentops.runtime.model import Event, as_utc
 
 __all__ = [
     "FAILURE_CODE_RE",
+    "TEMP_STATE_PREFIX",
     "FailureStage",
     "RunLock",
     "Session",
@@ -35,6 +36,7 @@ __all__ = [
     "TurnStatus",
     "TurnStore",
     "is_valid_failure_code",
+    "persisted_state",
     "validate_outcome",
 ]
 
@@ -165,7 +167,8 @@ class Session(_Value):
     """One conversation of an app with a user (docs/runtime.md §2).
 
     `state` is a JSON object; stores merge each stored event's `state_delta` into it
-    (top-level keys, last write wins). Timestamps are UTC.
+    (top-level keys, last write wins). Keys starting with ``temp:`` are never persisted
+    (`persisted_state`). Timestamps are UTC.
     """
 
     id: str
@@ -179,6 +182,18 @@ class Session(_Value):
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
         return as_utc(value)
+
+
+#: State keys with this prefix live only in the values a store hands back from the call
+#: that set them (docs/runtime.md §2 "Temporary state"): never persisted.
+TEMP_STATE_PREFIX = "temp:"
+
+
+def persisted_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A new dict of `state`'s top-level entries whose key does not start with ``temp:``
+    (`TEMP_STATE_PREFIX`): what a store keeps of a state or a state delta (docs/runtime.md §2).
+    Values are shared, not copied."""
+    return {key: value for key, value in state.items() if not key.startswith(TEMP_STATE_PREFIX)}
 
 
 class Turn(_Value):

@@ -119,15 +119,23 @@ def dump_todos(items: Sequence[TodoItem]) -> list[dict[str, str]]:
 
 
 def render_todos_for_summary(items: Sequence[TodoItem]) -> str:
-    """The todo block of a compaction summariser prompt (docs/runtime.md §7).
+    """The todo block of a compaction summariser prompt (docs/runtime.md §7), or "" when
+    there is nothing to restore.
 
     One line per item (``- [status] content``, runs of whitespace in the content
     collapsed to one space so an item never spans lines) between `SUMMARY_START_MARKER`
     and `SUMMARY_END_MARKER`, followed by the instruction to restore the list with the
-    tools.
+    tools. Items whose content is empty (or only whitespace) are left out; when no item
+    is left (an empty list included) the whole block is omitted: "" is returned.
     """
-    lines = [SUMMARY_START_MARKER]
-    lines.extend(f"- [{item.status}] {' '.join(item.content.split())}" for item in items)
+    rendered = [
+        f"- [{item.status}] {content}"
+        for item in items
+        if (content := " ".join(item.content.split()))
+    ]
+    if not rendered:
+        return ""
+    lines = [SUMMARY_START_MARKER, *rendered]
     lines.append(SUMMARY_END_MARKER)
     lines.append(
         "When you resume, restore this task list with todos_write and keep it current "

@@ -5,7 +5,8 @@
 - `columns`: the stored columns of events and turns, read from the models.
 - `run_lock`: advisory lock on PostgreSQL, an OS file lock per session elsewhere (both die
   with their holder).
-- `resume`: a session's facts as runtime values and its resume status.
+- `resume`: a session's facts as runtime values and its resume status (full recomputation).
+- `resume_delta`: the resume status kept current on append, finalize and interrupt.
 """
 
 from __future__ import annotations

@@ -112,7 +112,11 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
     turns, active events and recorded outcomes) and its `orphan_count`; returns the
     resume status.
 
-    Call it inside the transaction that changed those facts. Four queries.
+    The full recomputation: reads every active event, so its cost grows with the session.
+    Imports, recorded tool outcomes and deletes use it; appends and turn finishes keep the
+    status current incrementally (`sessions_app.store.resume_delta`), falling back to it
+    for histories the local rules do not cover; tests use it as their oracle. Call it
+    inside the transaction that changed those facts. Four queries.
     """
     turns = load_turns(session_id)
     # Only what the tool protocol and the projection verdict depend on: no text, parts,

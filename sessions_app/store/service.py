@@ -29,13 +29,15 @@ from agentops.runtime.session import (
     TurnOutcome,
     TurnReason,
     TurnStatus,
+    persisted_state,
     validate_outcome,
 )
-from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos
+from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
 from sessions_app.store.owner import owner_fields
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
+from sessions_app.store.resume_delta import status_after_append, status_after_finish
 from sessions_app.store.rows import row_fields_from_event, session_from_row, turn_from_row
 from sessions_app.store.run_lock import run_lock
 
@@ -61,26 +63,46 @@ class DjangoSessionService:
         session_id: str | None = None,
         state: dict[str, Any] | None = None,
     ) -> Session:
-        """Create a session (id: a new UUID4 hex when None); duplicate id -> ValueError."""
+        """Create a session (id: a new UUID4 hex when None); duplicate id -> ValueError.
+
+        `state["todos"]` becomes the session's todo rows (`signals.session_todos_set`, same
+        transaction; a non-list raises `TodoShapeError` and nothing is stored); ``temp:``
+        keys are not stored (docs/runtime.md §2), only returned in this call's session.
+        """
         return await sync_to_async(self._create_session)(app_name, user_id, session_id, state)
 
     def _create_session(
         self, app_name: str, user_id: str, session_id: str | None, state: dict[str, Any] | None
     ) -> Session:
         now = timezone.now()
+        live = dict(state or {})
+        kept = persisted_state(live)
+        todos = coerce_todos(kept.pop(TODOS_STATE_KEY)) if TODOS_STATE_KEY in kept else None
         try:
             with transaction.atomic():
                 row = models.Session.objects.create(
                     id=session_id or uuid.uuid4().hex,
                     app_name=app_name,
                     user_id=user_id,
-                    state=dict(state or {}),
+                    state=kept,
                     created_at=now,
                     updated_at=now,
                 )
+                if todos is not None:
+                    # Todos: the rows are the one source of truth (docs/runtime.md §7).
+                    session_todos_set.send(
+                        sender=models.Session,
+                        session_id=row.id,
+                        items=todos,
+                        turn_id="",
+                        event_id=None,
+                        action="create_session",
+                    )
         except IntegrityError:
             raise ValueError(f"session {session_id!r} already exists") from None
-        return session_from_row(row)
+        if todos is not None:
+            live[TODOS_STATE_KEY] = dump_todos(todos)
+        return session_from_row(row).model_copy(update={"state": live})
 
     async def get_session(self, session_id: str) -> Session | None:
         """The session, or None when it does not exist.
@@ -124,8 +146,9 @@ class DjangoSessionService:
         return await sync_to_async(self._append_event)(event)
 
     def _append_event(self, event: Event) -> Event:
-        delta = dict(event.state_delta)
-        fields = row_fields_from_event(event)
+        # temp: keys live only in the returned copy (docs/runtime.md §2).
+        delta = persisted_state(event.state_delta)
+        fields = {**row_fields_from_event(event), "state_delta": dict(delta)}
         with transaction.atomic():
             # Inside the transaction: on SQLite BEGIN IMMEDIATE already holds the write
             # lock, so timestamps grow with ids.
@@ -138,6 +161,7 @@ class DjangoSessionService:
                 if not touched:
                     raise errors.SessionNotFoundError(event.session_id)
                 row_id = self._insert_event(event.session_id, now, fields)
+                self._note_append(event, row_id)
                 return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
             # A delta: read-modify-write of the state under the row lock (SELECT ... FOR
             # UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already holds the write lock).
@@ -163,7 +187,18 @@ class DjangoSessionService:
             if delta:
                 update["state"] = {**state, **delta}
             models.Session.objects.filter(pk=event.session_id).update(**update)
+            self._note_append(event, row_id)
         return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
+
+    @staticmethod
+    def _note_append(event: Event, row_id: int) -> None:
+        """Keep the resume status current after an append (`resume_delta`); the session
+        row is already locked by this transaction."""
+        change = status_after_append(event.session_id, event, row_id)
+        if change is None:
+            refresh_resume_status(event.session_id)
+        elif change:
+            models.Session.objects.filter(pk=event.session_id).update(**change)
 
     @staticmethod
     def _insert_event(session_id: str, now: datetime, fields: dict[str, Any]) -> int:
@@ -183,6 +218,7 @@ class DjangoSessionService:
             ).update(deleted_at=timezone.now())
             if not updated:
                 raise errors.EventNotFoundError(session_id, event_id)
+            refresh_resume_status(session_id)  # rare (legacy rollback): recompute in full
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -250,9 +286,23 @@ class DjangoSessionService:
                 raise errors.TurnNotFoundError(turn_id)
             if not updated:
                 raise errors.TurnStateConflictError(turn_id, row.status)
+            # The session row is locked first, so the events read next are final.
             models.Session.objects.filter(pk=row.session_id).update(updated_at=now)
-            refresh_resume_status(row.session_id)
+            self._note_finish(row.session_id, [turn_id], outcome.status)
         return turn_from_row(row)
+
+    @staticmethod
+    def _note_finish(session_id: str, turn_ids: Sequence[str], status: TurnStatus) -> None:
+        """Keep the resume status current after `turn_ids` became `status` (`resume_delta`)."""
+        changes: dict[str, Any] = {}
+        for turn_id in turn_ids:
+            change = status_after_finish(session_id, turn_id, status)
+            if change is None:
+                refresh_resume_status(session_id)
+                return
+            changes.update(change)
+        if changes:
+            models.Session.objects.filter(pk=session_id).update(**changes)
 
     async def get_turn(self, turn_id: str) -> Turn | None:
         """The turn, or None when missing."""
@@ -293,7 +343,14 @@ class DjangoSessionService:
             )
             rows = list(models.Turn.objects.filter(pk__in=running).order_by("started_at", "id"))
             if running:
-                refresh_resume_status(session_id)
+                models.Session.objects.filter(pk=session_id).update(updated_at=now)
+                if reason is TurnReason.ABANDONED:
+                    # Crash recovery (rare): recompute in full, which also heals a status
+                    # left stale by rows written outside this store or before it kept
+                    # the status incrementally.
+                    refresh_resume_status(session_id)
+                else:
+                    self._note_finish(session_id, running, TurnStatus.INTERRUPTED)
         return [turn_from_row(row) for row in rows]
 
     async def record_stop_request(self, session_id: str, turn_id: str, by: str) -> list[str]:

@@ -31,15 +31,15 @@ from tests.live.helpers import (
 )
 
 
-def _call(call_id: str, turn_id: str = "t-values") -> Event:
+def _call(call_id: str, turn_id: str = "t-values", session_id: str = "s-values") -> Event:
     call = ToolCall(id=call_id, name="lookup", arguments={"q": call_id})
     content = Content(role=Role.ASSISTANT, tool_calls=(call,))
-    return Event(session_id="s-values", turn_id=turn_id, content=content)
+    return Event(session_id=session_id, turn_id=turn_id, content=content)
 
 
-def _result(call_id: str) -> Event:
+def _result(call_id: str, turn_id: str = "t-values", session_id: str = "s-values") -> Event:
     content = Content(role=Role.TOOL, tool_call_id=call_id, text=f"found {call_id}")
-    return Event(session_id="s-values", turn_id="t-values", content=content)
+    return Event(session_id=session_id, turn_id=turn_id, content=content)
 
 
 @pytest.mark.django_db
@@ -57,8 +57,14 @@ def test_a_stored_tool_result_is_broadcast_as_values_with_its_call_and_no_extra_
     turn = Turn(id="t-values", session_id="s-values", started_at=datetime.now(UTC))
     async_to_sync(service.begin_turn)("s-values", turn)
     call = async_to_sync(service.append_event)(_call("c1"))
+    # The same append on the plain store: a result closing a call of a running turn.
+    make_session("s-plain", turns=0)
+    plain_store = DjangoSessionService()
+    other = Turn(id="t-plain", session_id="s-plain", started_at=datetime.now(UTC))
+    async_to_sync(plain_store.begin_turn)("s-plain", other)
+    async_to_sync(plain_store.append_event)(_call("c1", "t-plain", "s-plain"))
     with CaptureQueriesContext(connection) as plain:
-        async_to_sync(DjangoSessionService().append_event)(_call("c2", "t-plain"))
+        async_to_sync(plain_store.append_event)(_result("c1", "t-plain", "s-plain"))
     with CaptureQueriesContext(connection) as broadcasting:
         result = async_to_sync(service.append_event)(_result("c1"))
 

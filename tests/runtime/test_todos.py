@@ -148,3 +148,12 @@ def test_summary_lists_each_item_between_markers() -> None:
     assert lines[:4] == [SUMMARY_START_MARKER, "- [completed] Run tests", "- [pending] Ship",
                          SUMMARY_END_MARKER]  # fmt: skip
     assert "todos_write" in text
+
+
+def test_summary_block_omitted_for_an_empty_list_and_empty_items_skipped() -> None:
+    assert render_todos_for_summary([]) == ""
+    assert render_todos_for_summary([TodoItem(content=""), TodoItem(content="  \n ")]) == ""
+    text = render_todos_for_summary(
+        [TodoItem(content=""), TodoItem(content="Ship", status="pending"), TodoItem(content=" ")]
+    )
+    assert text.splitlines()[:3] == [SUMMARY_START_MARKER, "- [pending] Ship", SUMMARY_END_MARKER]
