@@ -231,6 +231,9 @@ AGENTOPS_TODO_STORE = "todos_app.store.get_todo_store"
 # true: the server process keeps the demo session "demo-live" running a slowly streaming
 # turn (set by `python3 dev.py serve`; off everywhere else, tests included).
 AGENTOPS_LIVE_DEMO = envbool("AGENTOPS_LIVE_DEMO", False)
+# true: the runtime's own events (and the state and failure messages it stores) are
+# redacted like imports before the Django store writes them (sessions_app.ingest.redaction).
+AGENTOPS_REDACT_RUNTIME_EVENTS = envbool("AGENTOPS_REDACT_RUNTIME_EVENTS", True)
 
 LOGGING = {
     "version": 1,

@@ -20,6 +20,7 @@ from typing import Any
 
 from sessions_app.ingest.normalise import safe_failure_code, synthetic_time
 from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTodo, ParsedTurn
+from sessions_app.ingest.redaction import redact_text
 from sessions_app.models import Session
 
 
@@ -169,7 +170,7 @@ class SessionBuilder:
                 turn.status_note = "transcript ends inside tool call " + ", ".join(dangling)
             elif dangling:
                 turn.status_note = "no result for tool call " + ", ".join(dangling)
-            turn.status_note = turn.status_note[:500]
+            turn.status_note = redact_text(turn.status_note)[:500]
             turns.append(turn)
             events.extend(draft.events)
         all_times = [e.created_at for e in events]
@@ -180,7 +181,7 @@ class SessionBuilder:
             id=self.session_id,
             app_name=app_name,
             user_id=user_id,
-            title=title[:500],
+            title=redact_text(title)[:500],  # redacted before the cut, never after
             state=clean_state,
             created_at=created_at or first,
             updated_at=max(updated_at or latest, latest),

@@ -27,7 +27,7 @@ from sessions_app.ingest.redaction import redact_parse_result
 from sessions_app.ingest.registry import format_named
 from sessions_app.ingest.replace import plan_replacement
 from sessions_app.ingest.summary import ImportReport, file_totals
-from sessions_app.ingest.writer import delete_sessions, write_parsed_session
+from sessions_app.ingest.writer import delete_sessions, stored_path, write_parsed_session
 from sessions_app.models import ImportedFile
 
 #: The file names a directory walk imports.
@@ -191,6 +191,6 @@ def _import_file(path: Path, source_format: str, strict: bool, replace: bool) ->
         for parsed in result.sessions:
             write_parsed_session(parsed, str(path))
         ImportedFile.objects.create(
-            sha256=digest, path=str(path), source_format=str(fmt), session_ids=ids
+            sha256=digest, path=stored_path(str(path)), source_format=str(fmt), session_ids=ids
         )
     return report

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -32,9 +33,15 @@ from agentops.runtime.session import (
 )
 from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos
 from sessions_app import models
+from sessions_app.ingest.redaction import redact_event_fields, redact_text, redact_value
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
-from sessions_app.store.rows import row_fields_from_event, session_from_row, turn_from_row
+from sessions_app.store.rows import (
+    event_from_values,
+    row_fields_from_event,
+    session_from_row,
+    turn_from_row,
+)
 from sessions_app.store.run_lock import run_lock
 
 __all__ = ["DjangoSessionService"]
@@ -70,7 +77,11 @@ class DjangoSessionService:
                     id=session_id or uuid.uuid4().hex,
                     app_name=app_name,
                     user_id=user_id,
-                    state=dict(state or {}),
+                    state=dict(
+                        redact_value(state or {})
+                        if settings.AGENTOPS_REDACT_RUNTIME_EVENTS
+                        else state or {}
+                    ),
                     created_at=now,
                     updated_at=now,
                 )
@@ -120,8 +131,23 @@ class DjangoSessionService:
         return await sync_to_async(self._append_event)(event)
 
     def _append_event(self, event: Event) -> Event:
-        delta = dict(event.state_delta)
         fields = row_fields_from_event(event)
+        if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
+            redacted = redact_event_fields(fields)
+            if redacted is not fields:
+                # Stored and returned redacted: the copy the runtime keeps (and shows
+                # live) is the one a later read gives.
+                fields = redacted
+                event = event_from_values(
+                    {
+                        **fields,
+                        "id": 0,
+                        "session_id": event.session_id,
+                        "created_at": None,
+                        "updated_at": None,
+                    }
+                )
+        delta = dict(fields["state_delta"])
         with transaction.atomic():
             # Inside the transaction: on SQLite BEGIN IMMEDIATE already holds the write
             # lock, so timestamps grow with ids.
@@ -219,6 +245,7 @@ class DjangoSessionService:
 
     def _finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
         failure = outcome.failure
+        redact = settings.AGENTOPS_REDACT_RUNTIME_EVENTS
         now = timezone.now()
         with transaction.atomic():
             updated = models.Turn.objects.filter(pk=turn_id, status=TurnStatus.RUNNING).update(
@@ -226,7 +253,9 @@ class DjangoSessionService:
                 reason=outcome.reason.value,
                 failure_code=failure.code if failure else "",
                 failure_stage=failure.stage if failure else "",
-                failure_message=failure.message if failure else "",
+                failure_message=(
+                    (redact_text(failure.message) if redact else failure.message) if failure else ""
+                ),
                 finished_at=now,
             )
             row = models.Turn.objects.filter(pk=turn_id).first()
