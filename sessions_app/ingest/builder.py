@@ -20,7 +20,7 @@ from typing import Any
 
 from sessions_app.ingest.normalise import safe_failure_code, synthetic_time
 from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTodo, ParsedTurn
-from sessions_app.ingest.redaction import redact_text
+from sessions_app.ingest.redaction import redact_id, redact_text
 from sessions_app.models import Session
 
 
@@ -96,7 +96,8 @@ class SessionBuilder:
         (docs/runtime.md §2)."""
         current = self._current()
         if not current.failure_code:
-            current.failure_code = safe_failure_code(code)
+            # Redacted before it is squeezed (lower-cased): the squeeze would hide its shape.
+            current.failure_code = safe_failure_code(redact_id(code))
             current.failure_stage = stage
             current.failure_note = note
 

@@ -31,20 +31,16 @@ _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_+/-]*=*")
 _MARKERS = re.compile(r"\[REDACTED:[a-z0-9_]+\]|REDACTED-[a-z0-9_]+")
 
 
-_EDGE = " \t\r\n\"'`=:,"
-
-
 def _widen(text: str, start: int, end: int) -> tuple[int, int]:
-    # A detector's match may take the delimiter around a token (Artifactory's
-    # `(?:\s|=|:|"|^)AKC...`): trim it, then take the whole token.
-    while start < end and text[start] in _EDGE:
-        start += 1
-    while end > start and text[end - 1] in _EDGE:
-        end -= 1
     while start > 0 and text[start - 1].isascii() and text[start - 1].isalnum():
         start -= 1
     tail = _TOKEN_TAIL.match(text, end)
     return start, tail.end() if tail else end
+
+
+def _has_alnum(text: str, start: int, end: int) -> bool:
+    # What is left of a span beside a marker may be punctuation only: kept as it is.
+    return any(c.isalnum() for c in text[start:end])
 
 
 def secret_spans(text: str) -> list[Span]:
@@ -73,10 +69,10 @@ def secret_spans(text: str) -> list[Span]:
         for p_start, p_end in protected:
             if p_end <= start or p_start >= end:
                 continue
-            if p_start > start:
+            if p_start > start and _has_alnum(text, start, p_start):
                 spans.append((start, p_start, kind))
             start = max(start, p_end)
-        if end > start and text[start:end].strip():
+        if end > start and _has_alnum(text, start, end):
             spans.append((start, end, kind))
     return spans
 

@@ -95,6 +95,9 @@ def _regex_finder(kind: str, pattern: re.Pattern[str], group: int = 0) -> Finder
     return find
 
 
+_EDGE = " \t\r\n\"'`=:,"
+
+
 def _group_finder(kind: str, pattern: re.Pattern[str]) -> Finder:
     """Spans of what detect-secrets' `analyze_string` yields for `pattern`: every
     non-empty group of a match (the whole match when it has none)."""
@@ -104,6 +107,12 @@ def _group_finder(kind: str, pattern: re.Pattern[str]) -> Finder:
             groups = [i for i in range(1, (pattern.groups or 0) + 1) if match.group(i)]
             for i in groups or [0]:
                 start, end = match.span(i)
+                # A whole match may take the delimiters around the token (Artifactory's
+                # `(?:\s|=|:|"|^)AKC...`): trimmed, so the marker leaves them in place.
+                while start < end and text[start] in _EDGE:
+                    start += 1
+                while end > start and text[end - 1] in _EDGE:
+                    end -= 1
                 if end > start:
                     yield start, end, kind
 
@@ -159,6 +168,8 @@ _SHAPE_FINDERS: list[Finder] = [
     _regex_finder("github_token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}")),
     _regex_finder("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
     _regex_finder("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36}")),
+    # detect-secrets wants a space, "=", ":" or quote before it; an id has "-" there.
+    _regex_finder("artifactory_credentials", re.compile(r"\bAKC[a-zA-Z0-9]{10,}")),
     _regex_finder(
         "json_web_token",
         re.compile(r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?"),
@@ -176,7 +187,7 @@ _WORD = (
     r"|client[_-]?secret|api[_ -]?key|apikey|access[_ -]?key(?:[_-]?id)?|private[_ -]?key"
     r"|auth[_-]?token|token|credentials?)"
 )
-_KEY = rf"(?:[A-Za-z0-9]+[_.-])*{_WORD}"
+_KEY = rf"_?(?:[A-Za-z0-9]+[_.-])*{_WORD}"  # "_authToken" (.npmrc) too
 _ASSIGN = re.compile(
     rf"(?i){_LEAD}(?:export[ \t]+)?({_KEY})(?![A-Za-z0-9_]){_QUOTE}?\]?[ \t]*(?::=|=>|=|:)[ \t]*"
 )
@@ -185,15 +196,21 @@ _PROSE = re.compile(
     r"(?:[ \t]+(?:now|still|set[ \t]+to))?(?:[ \t]*:)?[ \t]+"
 )
 _HEADER = re.compile(
-    r"(?i)(?<![A-Za-z0-9_-])((?:proxy-)?authorization|cookie|set-cookie|x-api-key|x-auth-token)"
+    r"(?i)(?<![A-Za-z0-9_])((?:proxy-)?authorization|cookie|set-cookie|x-api-key|x-auth-token)"
     rf"{_QUOTE}?[ \t]*[:=][ \t]*"
 )
 _OPEN_QUOTE = re.compile(r"(\\{0,3})([\"'`])")
 _BARE_VALUE = re.compile(r"[^\s\"'`\\,;<>(){}\[\]]+")
-_TO_LINE_END = re.compile(r"[^\r\n\"'`\\]+")
-_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_TO_LINE_END = re.compile(r"[^\r\n]+")
+# An auth scheme with auth-params (RFC 9110 §11.4: Digest's `k="v", ...`, AWS4's
+# `Credential=..., Signature=...`): quoted params may hold the quote the header opened with.
+_PARAM = r"[A-Za-z0-9_-]+=(?:\"[^\"\n]*\"|[^\s,\"']*)"
+_SCHEME_PARAMS = re.compile(rf"[A-Za-z0-9-]+[ \t]+{_PARAM}(?:[ \t]*,[ \t]*{_PARAM})*")
+_QUOTE_BEFORE = re.compile(r"(\\{0,3})([\"'`])\Z")
+# `self.token`, `settings.SECRET_KEY`: code (a value with a digit is taken as a secret).
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+")
 _QUERY = re.compile(
-    r"(?i)[?&;](?:" + "|".join(re.escape(k) for k in QUERY_KEYS) + r")=([^&#\s\"'<>\\]+)"
+    r"(?i)[?&;](?:" + "|".join(re.escape(k) for k in QUERY_KEYS) + r")=([^&#\s\"'<>\\()\[\]{}]+)"
 )
 _USERINFO = re.compile(
     r"(?i)\b[a-z][a-z0-9+.-]*:(?:\\?/){2}([^/\s:@\"'<>\\]+)(?::([^/\s@\"'<>\\]*))?@"
@@ -206,18 +223,32 @@ _NOT_VALUES = frozenset(
 )
 
 
+def _closing(text: str, start: int, quote: str, escapes: int) -> int:
+    """Where the quote `quote` escaped by exactly `escapes` backslashes closes, from
+    `start` (the index of its first backslash), else the end of the line or text."""
+    line_end = text.find("\n", start)
+    limit = len(text) if line_end == -1 else line_end
+    pos = start
+    while True:
+        found = text.find(quote, pos, limit)
+        if found == -1:
+            return limit
+        run = 0
+        while found - run - 1 >= start and text[found - run - 1] == "\\":
+            run += 1
+        if run == escapes:
+            return found - escapes
+        pos = found + 1
+
+
 def _quoted(text: str, pos: int) -> tuple[int, int] | None:
-    """The span inside the (escaped) quotes opening at `pos`, to the closing one or the
-    end of the line; None when no quote opens there."""
+    """The span inside the (escaped) quotes opening at `pos`, to the closing one at the
+    same escape level or the end of the line; None when no quote opens there."""
     match = _OPEN_QUOTE.match(text, pos)
     if match is None:
         return None
     start = match.end()
-    close = text.find(match.group(1) + match.group(2), start)
-    line_end = text.find("\n", start)
-    if line_end != -1 and (close == -1 or line_end < close):
-        close = line_end
-    return start, len(text) if close == -1 else close
+    return start, _closing(text, start, match.group(2), len(match.group(1)))
 
 
 def _value(text: str, pos: int, key: str, prose: bool) -> tuple[int, int] | None:
@@ -267,9 +298,17 @@ def _headers(text: str) -> Iterator[Span]:
     for match in _HEADER.finditer(text):
         pos = match.end()
         span = _quoted(text, pos)
-        if span is None:
+        opened = _QUOTE_BEFORE.search(text, max(0, match.start() - 4), match.start())
+        if span is None and opened is not None:
+            # "Authorization: Bearer x" inside quotes: the value ends where they close.
+            span = pos, _closing(text, pos, opened.group(2), len(opened.group(1)))
+        elif span is None:
+            # A bare header line: the whole rest of the line (Digest's quoted fields too).
             value = _TO_LINE_END.match(text, pos)
             span = value.span() if value else None
+        params = _SCHEME_PARAMS.match(text, pos)
+        if span is not None and params is not None and params.end() > span[1]:
+            span = span[0], params.end()
         if span is None or not text[span[0] : span[1]].strip():
             continue
         if text.startswith(MARKER_PREFIX, span[0]):
