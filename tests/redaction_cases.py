@@ -167,6 +167,18 @@ def _shapes() -> list[Shape]:
             azure,
         ),
         shape("square", "sq0" + "csp-{s}", alnum(43)),
+        shape("ibm_cloud_iam", "key = {s}", alnum(44)),
+        shape(
+            "softlayer", "softlayer_api_key: {s}", _pick(string.ascii_lowercase, 30) + digits(34)
+        ),
+        shape("cloudant", "cloudant_password = '{s}'", lowhex(64)),
+        shape("ibm_cos_hmac", "cos_hmac_secret_access_key = {s}", lowhex(48)),
+        shape("openai_legacy", "sk-{s}", alnum(20) + "T3Blbk" + "FJ" + alnum(20)),
+        shape(
+            "npmrc_uuid",
+            "//registry.npmjs.org/:_auth" + "Token={s}",
+            "-".join(lowhex(n) for n in (8, 4, 4, 4, 12)),
+        ),
         shape("keyword_quoted", 'db_password = "{s}"', alnum(18)),
         shape("json_in_text", '{"api_key": "{s}"}', alnum(32)),
     ]
