@@ -112,7 +112,8 @@ def test_every_detect_secrets_detector_meets_one_of_the_shapes() -> None:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
     missed = []
-    for secret_type, plugin_class in get_mapping_from_secret_type_to_class().items():
+    mapping: dict[str, Any] = get_mapping_from_secret_type_to_class()
+    for secret_type, plugin_class in mapping.items():
         if plugin_class.__name__ in ("IPPublicDetector",) or "HighEntropy" in plugin_class.__name__:
             continue
         plugin: Any = plugin_class()
