@@ -420,3 +420,24 @@ def test_runtime_redaction_can_be_switched_off(settings: Any) -> None:
     names = {name for name, _fragment in leaks(database_text())}
     # Stored as given (todo items are redacted by todos_app whatever the setting).
     assert names == {s.name for s in SHAPES}
+
+
+@pytest.mark.django_db
+def test_a_recorded_tool_outcome_is_stored_redacted(admin_user: Any) -> None:
+    """A person's words on the protocol page go through the same pipeline."""
+    from sessions_app.outcomes import record_tool_outcome
+    from tests.factories import add_unanswered_call, make_session
+
+    session = make_session("outcome-secrets")
+    call = add_unanswered_call(session.turns.get())
+    record_tool_outcome(
+        session,
+        event_id=call.id,
+        call_id="call-1",
+        outcome="ran",
+        result={"stdout": ALL_TEXT},
+        reason=ALL_TEXT,
+        user=admin_user,
+    )
+    dump = database_text()
+    assert "outcome-secrets" in dump and leaks(dump) == []
