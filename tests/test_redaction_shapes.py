@@ -441,3 +441,13 @@ def test_a_recorded_tool_outcome_is_stored_redacted(admin_user: Any) -> None:
     )
     dump = database_text()
     assert "outcome-secrets" in dump and leaks(dump) == []
+
+
+def test_numbers_under_password_names_go_counts_stay() -> None:
+    value = {"password": 123456, "db": {"pin_password": 4321}, "max_token": 4096, "n": 3}
+    assert redact_value(value) == {
+        "password": "[REDACTED:password]",
+        "db": {"pin_password": "[REDACTED:password]"},
+        "max_token": 4096,
+        "n": 3,
+    }

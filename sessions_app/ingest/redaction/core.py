@@ -126,6 +126,10 @@ def redact_path(path: str) -> str:
     return redact_text(path)
 
 
+# Kinds whose numbers are secrets too ("token" is left out: `max_token: 4096` is a count).
+_NUMERIC_SECRET_KINDS = frozenset({"password", "secret", "api_key", "private_key"})
+
+
 @lru_cache(maxsize=4096)
 def _redact_key(key: str) -> str:
     # Dict keys repeat across events: cached.
@@ -138,7 +142,8 @@ def redact_value(value: Any, key: str | None = None) -> Any:
     Returns the same object when nothing changed, else a new container; never mutates
     `value`. `key` is the dict key the value sits under: a string under a credential
     key name (`rules.key_kind`: password, api_key, token, authorization, ...) is replaced
-    whole. Keys are redacted too (a key can be a secret); other scalars are kept.
+    whole, and so is a number under a password, secret or API-key name. Keys are
+    redacted too (a key can be a secret); other scalars are kept.
     """
     if isinstance(value, str):
         if key is not None and value and not value.startswith(MARKER_PREFIX):
@@ -146,6 +151,13 @@ def redact_value(value: Any, key: str | None = None) -> Any:
             if kind is not None:
                 return marker(kind)
         return redact_text(value)
+    if (
+        key is not None
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and key_kind(key) in _NUMERIC_SECRET_KINDS
+    ):
+        return marker(str(key_kind(key)))  # a numeric password or PIN; counts stay
     if isinstance(value, dict):
         changed = False
         out: dict[Any, Any] = {}
