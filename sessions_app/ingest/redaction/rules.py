@@ -219,7 +219,8 @@ _BEARER = re.compile(r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/=-]{8,})")
 # Values after a credential name that are code or placeholders, not secrets.
 _NOT_VALUES = frozenset(
     "str string int bool boolean bytes none null nil true false undefined optional any "
-    "object required secretstr text input prompt env redacted hidden masked".split()
+    "object required secretstr text input prompt env redacted hidden masked "
+    "the a an is to for and or not see your this that it here below above".split()
 )
 
 
@@ -251,6 +252,10 @@ def _quoted(text: str, pos: int) -> tuple[int, int] | None:
     return start, _closing(text, start, match.group(2), len(match.group(1)))
 
 
+def _folded(name: str) -> str:
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
 def _value(text: str, pos: int, key: str, prose: bool) -> tuple[int, int] | None:
     """The span of the value a credential name at `pos` is given, or None for code
     (``token = crypto.randomBytes(32)``, ``password: str``, ``$VAR``, ``self.token``)."""
@@ -273,7 +278,8 @@ def _value(text: str, pos: int, key: str, prose: bool) -> tuple[int, int] | None
         or text[end : end + 1] in ("(", "[")
         or value[0] in "$%&*|"
         or value.lower() in _NOT_VALUES
-        or value.lower() == key.lower()
+        # `_csrf_token: csrfToken`, `password=password`, `self.api_key = api_key`
+        or (len(_folded(value)) >= 4 and _folded(key).endswith(_folded(value)))
         or value.startswith(ID_MARKER_PREFIX)
         or _DOTTED_NAME.fullmatch(value)
         or (prose and value.isalpha())
