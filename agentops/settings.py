@@ -308,6 +308,10 @@ AGENTOPS_API_MAX_BODY_BYTES = envint("AGENTOPS_API_MAX_BODY_BYTES", 5_000_000)
 # Django refuses bodies above DATA_UPLOAD_MAX_MEMORY_SIZE with a plain 400; keep it above.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, AGENTOPS_API_MAX_BODY_BYTES)
 
+# true: the runtime's own events (and the state and failure messages it stores) are
+# redacted like imports before the Django store writes them (sessions_app.ingest.redaction).
+AGENTOPS_REDACT_RUNTIME_EVENTS = envbool("AGENTOPS_REDACT_RUNTIME_EVENTS", True)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

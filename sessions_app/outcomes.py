@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agentops.runtime.protocol import inspect_tool_protocol
+from sessions_app.ingest.redaction import redact_text, redact_value
 from sessions_app.models import Session, ToolOutcome
 from sessions_app.store import UnreadableRowError, load_facts, refresh_resume_status
 
@@ -117,8 +118,9 @@ def record_tool_outcome(
                     call_id=call_id,
                     tool_name=unanswered[call_id].name,
                     outcome=outcome,
-                    result=result if outcome == ToolOutcome.Outcome.RAN else None,
-                    reason=reason.strip(),
+                    # A person's words are redacted like everything else stored.
+                    result=redact_value(result) if outcome == ToolOutcome.Outcome.RAN else None,
+                    reason=redact_text(reason.strip()),
                     recorded_by=user,
                     recorded_via=via[:150],
                     recorded_at=timezone.now(),

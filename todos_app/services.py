@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from agentops.runtime.errors import SessionNotFoundError
 from agentops.runtime.todos import TodoItem, TodoToolError, dump_todos
+from sessions_app.ingest.redaction import redact_todo_items
 from sessions_app.models import Session
 from todos_app.models import TodoChange, TodoList
 from todos_app.models import TodoItem as TodoItemRow
@@ -204,7 +205,8 @@ def change_todos(
 
     Returns ``(result, version)`` with the list's new version. Locks the list row,
     checks `expected_version` (when given; mismatch -> `TodoConflictError`, nothing
-    written), writes the rows, adds one to the version, records a `TodoChange` (actor,
+    written), redacts credentials in the new items (`redact_todo_items`), writes the
+    rows, adds one to the version, records a `TodoChange` (actor,
     `action` e.g. "todos_update" or "edit", before/after lists, UTC time) and, after
     commit, broadcasts ``todos.changed``. If `change` raises, nothing is written and the
     error propagates. Unknown session -> `SessionNotFoundError`. Joins the caller's
@@ -219,7 +221,8 @@ def change_todos(
                 TodoSnapshot(version=todo_list.version, items=before, exists=True),
             )
         after, result = change(list(before))
-        after = list(after)
+        # Credentials never reach the rows or the audit, whoever writes (agent, person).
+        after = redact_todo_items(list(after))
         _write_rows(todo_list, before, after)
         now = timezone.now()
         todo_list.version += 1
@@ -235,7 +238,7 @@ def change_todos(
             event_id=actor.event_id,
             action=action[:32],
             via=actor.via[:150],
-            before=dump_todos(before),
+            before=dump_todos(redact_todo_items(before)),
             after=dump_todos(after),
             created_at=now,
         )

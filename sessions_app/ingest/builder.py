@@ -30,6 +30,7 @@ from typing import Any
 
 from sessions_app.ingest.normalise import safe_failure_code, synthetic_time
 from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTodo, ParsedTurn
+from sessions_app.ingest.redaction import redact_id, redact_text
 from sessions_app.models import Session
 
 #: The note prefixes of the turn rule (one wording for every format).
@@ -113,7 +114,8 @@ class SessionBuilder:
         (docs/runtime.md §2)."""
         current = self._current()
         if not current.failure_code:
-            current.failure_code = safe_failure_code(code)
+            # Redacted before it is squeezed (lower-cased): the squeeze would hide its shape.
+            current.failure_code = safe_failure_code(redact_id(code))
             current.failure_stage = stage
             current.failure_note = note
 
@@ -180,6 +182,7 @@ class SessionBuilder:
             _decide(turn, draft, open_calls)
             if draft.events and all(e.archived_at is not None for e in draft.events):
                 turn.status_note = ABANDONED_BRANCH_NOTE
+            turn.status_note = redact_text(turn.status_note)[:500]
             turns.append(turn)
             events.extend(draft.events)
         all_times = [e.created_at for e in events]
@@ -190,7 +193,7 @@ class SessionBuilder:
             id=self.session_id,
             app_name=app_name,
             user_id=user_id,
-            title=title[:500],
+            title=redact_text(title)[:500],  # redacted before the cut, never after
             state=clean_state,
             created_at=created_at or first,
             updated_at=max(updated_at or latest, latest),

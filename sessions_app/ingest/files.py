@@ -30,7 +30,7 @@ from sessions_app.ingest.registry import DatabaseFormat, format_named, registere
 from sessions_app.ingest.replace import plan_replacement
 from sessions_app.ingest.subagents import link_subagents
 from sessions_app.ingest.summary import ImportReport, file_totals
-from sessions_app.ingest.writer import delete_sessions, write_parsed_session
+from sessions_app.ingest.writer import delete_sessions, stored_path, write_parsed_session
 from sessions_app.models import ImportedFile, Session
 
 ADK_DATABASE = Session.SourceFormat.ADK_DATABASE
@@ -291,7 +291,10 @@ def store_result(
                 write_parsed_session(parsed, str(path))
             link_subagents(ids)
             ImportedFile.objects.create(
-                sha256=digest, path=str(path), source_format=str(fmt), session_ids=ids
+                sha256=digest,
+                path=stored_path(str(path)),
+                source_format=str(fmt),
+                session_ids=ids,
             )
     except (DataError, IntegrityError) as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]

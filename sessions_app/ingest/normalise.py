@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sessions_app.ingest.parsed import ImportProblem, ParsedTodo
+from sessions_app.ingest.redaction.core import redact_text
 
 SYNTHETIC_BASE = datetime(2000, 1, 1, tzinfo=UTC)
 _synthetic_base: ContextVar[datetime] = ContextVar("synthetic_base", default=SYNTHETIC_BASE)
@@ -166,9 +167,10 @@ def coerce_todos(value: Any) -> list[ParsedTodo]:
 
 
 def first_line(text: str, limit: int = 80) -> str:
-    """The first non-empty line of `text`, cut to `limit` characters (for titles)."""
+    """The first non-empty line of `text`, credentials redacted, THEN cut to `limit`
+    characters (for titles: a secret straddling the cut never shows its first part)."""
     for line in text.splitlines():
-        line = line.strip()
+        line = redact_text(line.strip())
         if line:
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""

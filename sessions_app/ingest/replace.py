@@ -67,16 +67,15 @@ def plan_replacement(path: Path | str, sessions: list[ParsedSession], replace: b
             )
     # Records of older versions of this file (or of these sessions) no longer
     # describe the database; sessions an older version of this file held go too.
+    here = stored_path(str(path))
     stale = [
         f
         for f in ImportedFile.objects.only("pk", "path", "session_ids")
-        if f.path == str(path) or set(f.session_ids) & set(ids)
+        if f.path == here or set(f.session_ids) & set(ids)
     ]
-    dropped = {sid for f in stale if f.path == str(path) for sid in f.session_ids} - set(ids)
+    dropped = {sid for f in stale if f.path == here for sid in f.session_ids} - set(ids)
     dropped_here = list(
-        Session.objects.filter(id__in=dropped, source_path=stored_path(str(path))).values_list(
-            "id", flat=True
-        )
+        Session.objects.filter(id__in=dropped, source_path=here).values_list("id", flat=True)
     )
     if not replace:
         _refuse_lost_history(path, sessions, [i for i, _f, _p in existing], dropped_here)

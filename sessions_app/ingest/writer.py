@@ -13,6 +13,7 @@ from django.db import connection, models, transaction
 from agentops.runtime.model import Event as RuntimeEvent
 from agentops.runtime.session import Turn as RuntimeTurn
 from sessions_app.ingest.parsed import ParsedSession
+from sessions_app.ingest.redaction import redact_path
 from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.signals import parsed_session_written
 from sessions_app.store import (
@@ -163,8 +164,9 @@ def delete_sessions(session_ids: list[str]) -> int:
 
 
 def stored_path(path: str) -> str:
-    """`path` as the `Session.source_path` column holds it (cut to the column's length)."""
-    return path[: cast(int, Session._meta.get_field("source_path").max_length)]
+    """`path` as the `Session.source_path` and `ImportedFile.path` columns hold it:
+    credentials redacted (`redaction.redact_path`), then cut to the column's length."""
+    return redact_path(path)[: cast(int, Session._meta.get_field("source_path").max_length)]
 
 
 def stored_source_path(parsed: ParsedSession, file_path: str) -> str:

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -34,11 +35,17 @@ from agentops.runtime.session import (
 )
 from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
+from sessions_app.ingest.redaction import redact_event_fields, redact_text, redact_value
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
 from sessions_app.store.owner import owner_fields
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
-from sessions_app.store.rows import row_fields_from_event, session_from_row, turn_from_row
+from sessions_app.store.rows import (
+    event_from_values,
+    row_fields_from_event,
+    session_from_row,
+    turn_from_row,
+)
 from sessions_app.store.run_lock import run_lock
 
 __all__ = ["DjangoSessionService"]
@@ -78,13 +85,14 @@ class DjangoSessionService:
         live = dict(state or {})
         kept = persisted_state(live)
         todos = coerce_todos(kept.pop(TODOS_STATE_KEY)) if TODOS_STATE_KEY in kept else None
+        stored = dict(redact_value(kept) if settings.AGENTOPS_REDACT_RUNTIME_EVENTS else kept)
         try:
             with transaction.atomic():
                 row = models.Session.objects.create(
                     id=session_id or uuid.uuid4().hex,
                     app_name=app_name,
                     user_id=user_id,
-                    state=kept,
+                    state=stored,
                     created_at=now,
                     updated_at=now,
                 )
@@ -100,6 +108,7 @@ class DjangoSessionService:
                     )
         except IntegrityError:
             raise ValueError(f"session {session_id!r} already exists") from None
+        live.update(stored)  # the values as stored (redacted); temp: keys only in this copy
         if todos is not None:
             live[TODOS_STATE_KEY] = dump_todos(todos)
         return session_from_row(row).model_copy(update={"state": live})
@@ -146,9 +155,25 @@ class DjangoSessionService:
         return await sync_to_async(self._append_event)(event)
 
     def _append_event(self, event: Event) -> Event:
+        fields = row_fields_from_event(event)
+        if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
+            redacted = redact_event_fields(fields)
+            if redacted is not fields:
+                # Stored and returned redacted: the copy the runtime keeps (and shows
+                # live) is the one a later read gives.
+                fields = redacted
+                event = event_from_values(
+                    {
+                        **fields,
+                        "id": 0,
+                        "session_id": event.session_id,
+                        "created_at": None,
+                        "updated_at": None,
+                    }
+                )
         # temp: keys live only in the returned copy (docs/runtime.md §2).
-        delta = persisted_state(event.state_delta)
-        fields = {**row_fields_from_event(event), "state_delta": dict(delta)}
+        delta = persisted_state(fields["state_delta"])
+        fields = {**fields, "state_delta": dict(delta)}
         with transaction.atomic():
             # Inside the transaction: on SQLite BEGIN IMMEDIATE already holds the write
             # lock, so timestamps grow with ids.
@@ -271,6 +296,7 @@ class DjangoSessionService:
 
     def _finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
         failure = outcome.failure
+        redact = settings.AGENTOPS_REDACT_RUNTIME_EVENTS
         now = timezone.now()
         with transaction.atomic():
             updated = models.Turn.objects.filter(pk=turn_id, status=TurnStatus.RUNNING).update(
@@ -278,7 +304,9 @@ class DjangoSessionService:
                 reason=outcome.reason.value,
                 failure_code=failure.code if failure else "",
                 failure_stage=failure.stage if failure else "",
-                failure_message=failure.message if failure else "",
+                failure_message=(
+                    (redact_text(failure.message) if redact else failure.message) if failure else ""
+                ),
                 finished_at=now,
             )
             row = models.Turn.objects.filter(pk=turn_id).first()

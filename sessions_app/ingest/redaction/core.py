@@ -1,0 +1,175 @@
+"""Redacting one value: `redact_text`, `redact_id`, `redact_path` and `redact_value`.
+
+Every span a rule finds (`rules.finders`) is widened to the whole token it sits in
+(back over letters and digits, forward over the characters of base64 and URL-safe
+tokens), overlapping spans are joined, and each joined span is replaced whole by one
+marker, so no part of a secret stays beside its marker (a 40-character match inside a
+longer token takes the rest of the token too). Markers already in the text are never
+touched, so redacting is idempotent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from sessions_app.ingest.redaction.prefilter import might_hold_secret
+from sessions_app.ingest.redaction.rules import (
+    MARKER_PREFIX,
+    Span,
+    finders,
+    id_marker,
+    key_kind,
+    marker,
+)
+
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_+/-]*=*")
+# Markers already in a text (both forms): never redacted again, never widened into.
+_MARKERS = re.compile(r"\[REDACTED:[a-z0-9_]+\]|REDACTED-[a-z0-9_]+")
+
+
+def _widen(text: str, start: int, end: int) -> tuple[int, int]:
+    while start > 0 and text[start - 1].isascii() and text[start - 1].isalnum():
+        start -= 1
+    tail = _TOKEN_TAIL.match(text, end)
+    return start, tail.end() if tail else end
+
+
+def _has_alnum(text: str, start: int, end: int) -> bool:
+    # What is left of a span beside a marker may be punctuation only: kept as it is.
+    return any(c.isalnum() for c in text[start:end])
+
+
+def secret_spans(text: str) -> list[Span]:
+    """The joined, widened spans of every secret in `text` (sorted, not overlapping,
+    none inside an existing marker); empty when the prefilter rules `text` out."""
+    if not might_hold_secret(text):
+        return []
+    found = sorted(
+        (*_widen(text, start, end), kind)
+        for find in finders()
+        for start, end, kind in find(text)
+        if end > start
+    )
+    if not found:
+        return []
+    protected = [m.span() for m in _MARKERS.finditer(text)]
+    joined: list[list[Any]] = []
+    for start, end, kind in found:
+        if joined and start <= joined[-1][1]:
+            joined[-1][1] = max(joined[-1][1], end)
+        else:
+            joined.append([start, end, kind])
+    spans: list[Span] = []
+    for start, end, kind in joined:
+        # Cut the existing markers out of a span (a rule may match across one).
+        for p_start, p_end in protected:
+            if p_end <= start or p_start >= end:
+                continue
+            if p_start > start and _has_alnum(text, start, p_start):
+                spans.append((start, p_start, kind))
+            start = max(start, p_end)
+        if end > start and _has_alnum(text, start, end):
+            spans.append((start, end, kind))
+    return spans
+
+
+def _replace(text: str, make_marker: Callable[[str], str]) -> str:
+    spans = secret_spans(text)
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end, kind in spans:
+        out.append(text[pos:start])
+        out.append(make_marker(kind))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def redact_text(text: str) -> str:
+    """`text` with every credential replaced whole by ``[REDACTED:<kind>]``.
+
+    A text that is itself a JSON object or array (a tool's JSON output, arguments kept
+    as a string, a raw record inside a record) is decoded and redacted as a value first,
+    recursively (`redact_value`), then re-encoded when anything changed.
+    """
+    if len(text) < 4 or not might_hold_secret(text):
+        return text
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            decoded = json.loads(text)
+        except (ValueError, RecursionError):
+            decoded = None
+        if isinstance(decoded, dict | list):
+            redacted = redact_value(decoded)
+            if redacted is not decoded:
+                text = json.dumps(redacted, ensure_ascii=False)
+    return _replace(text, marker)
+
+
+def redact_id(value: str) -> str:
+    """An id (session, user, app name, turn) with each credential replaced by
+    ``REDACTED-<kind>``: the same id always gives the same result, and the marker holds
+    no "/" or character a URL must escape."""
+    if len(value) < 4:
+        return value
+    return _replace(value, id_marker)
+
+
+def redact_path(path: str) -> str:
+    """A file path as stored and shown (`Session.source_path`, `ImportedFile.path`)."""
+    return redact_text(path)
+
+
+# Kinds whose numbers are secrets too ("token" is left out: `max_token: 4096` is a count).
+_NUMERIC_SECRET_KINDS = frozenset({"password", "secret", "api_key", "private_key"})
+
+
+@lru_cache(maxsize=4096)
+def _redact_key(key: str) -> str:
+    # Dict keys repeat across events: cached.
+    return redact_text(key)
+
+
+def redact_value(value: Any, key: str | None = None) -> Any:
+    """A JSON-like value (dict / list / str / scalar) with credentials redacted.
+
+    Returns the same object when nothing changed, else a new container; never mutates
+    `value`. `key` is the dict key the value sits under: a string under a credential
+    key name (`rules.key_kind`: password, api_key, token, authorization, ...) is replaced
+    whole, and so is a number under a password, secret or API-key name. Keys are
+    redacted too (a key can be a secret); other scalars are kept.
+    """
+    if isinstance(value, str):
+        if key is not None and value and not value.startswith(MARKER_PREFIX):
+            kind = key_kind(key)
+            if kind is not None:
+                return marker(kind)
+        return redact_text(value)
+    if (
+        key is not None
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and key_kind(key) in _NUMERIC_SECRET_KINDS
+    ):
+        return marker(str(key_kind(key)))  # a numeric password or PIN; counts stay
+    if isinstance(value, dict):
+        changed = False
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            new_key = _redact_key(k) if isinstance(k, str) else k
+            new = redact_value(v, k if isinstance(k, str) else None)
+            changed = changed or new is not v or new_key != k
+            out[new_key] = new
+        return out if changed else value
+    if isinstance(value, list | tuple):
+        items = [redact_value(v) for v in value]
+        if any(new is not old for new, old in zip(items, value, strict=True)):
+            return items
+        return value
+    return value
