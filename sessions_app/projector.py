@@ -198,12 +198,17 @@ class ProductExplanation:
 
 
 def product_history(
-    events: Sequence[Event], outcomes: Mapping[tuple[int, str], RecordedOutcome]
+    events: Sequence[Event],
+    outcomes: Mapping[tuple[int, str], RecordedOutcome],
+    *,
+    drop_state_only: bool = True,
 ) -> tuple[list[Event], list[Event]]:
-    """(compacted, live) of `events`: the live history (`live_history`) without state-only
-    events, with recorded outcomes applied, and the compacted events before it."""
+    """(compacted, live) of `events`: the live history (`live_history`) with recorded
+    outcomes applied, and the compacted events before it. State-only events leave the live
+    history (`drop_state_only`) unless the caller's events carry no content to tell them
+    by (the resume status reads only the tool-protocol facts of each event)."""
     cut = max(compaction_index(events), 0)
-    live = [event for event in events[cut:] if not is_state_only(event)]
+    live = [e for e in events[cut:] if not (drop_state_only and is_state_only(e))]
     return list(events[:cut]), apply_tool_outcomes(live, outcomes)
 
 

@@ -92,7 +92,9 @@ def resume_status(
     (docs/runtime.md §4: the next run would be refused), both on the live history (from the
     last compaction on, as the product projector sends it). No query.
     """
-    _compacted, events = product_history(events, outcomes or {})
+    # Only tool-protocol facts are loaded here (no text), so state-only events cannot be
+    # told apart: they stay in, as the runtime's own projection keeps them.
+    _compacted, events = product_history(events, outcomes or {}, drop_state_only=False)
     issue_count = len(inspect_tool_protocol(events))
     try:
         project_default(ProjectionInput(turns=turns, events=events))

@@ -37,15 +37,19 @@ from typing import Any
 from django.db.models import F, Subquery
 
 from agentops.runtime.model import Event, Role
-from agentops.runtime.protocol import inspect_tool_protocol
+from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
 from agentops.runtime.session import TurnStatus
 from sessions_app import models
-from sessions_app.projector import apply_tool_outcomes, load_outcomes
+from sessions_app.projector import (
+    COMPACTION_AUTHOR,
+    apply_tool_outcomes,
+    load_outcomes,
+)
 from sessions_app.store.resume import protocol_events
 
 __all__ = ["status_after_append", "status_after_finish"]
 
-_COLUMNS = ("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id")
+_COLUMNS = ("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id", "author")
 _TOOL = Role.TOOL.value
 
 
@@ -55,6 +59,8 @@ def status_after_append(session_id: str, event: Event, event_id: int) -> dict[st
     At most three queries (the turn's status, the last tool-call group, its outcomes), and
     none for an event that is neither a tool result nor an assistant event with calls.
     """
+    if event.author == COMPACTION_AUTHOR:
+        return None  # everything before it leaves the live history: recompute in full
     role = event.content.role
     opens_group = role is Role.ASSISTANT and bool(event.content.tool_calls)
     if not opens_group and role is not Role.TOOL:
@@ -71,17 +77,24 @@ def status_after_append(session_id: str, event: Event, event_id: int) -> dict[st
         .values_list(*_COLUMNS)
     )
     if len(rows) < 2 or rows[-1][0] != event_id:
-        return {}  # no group before it
+        return None  # no group before it: maybe an orphan result, recompute in full
     first_id, turn_id, first_role, calls = rows[0][0], rows[0][1], rows[0][2], rows[0][3]
     if first_role != Role.ASSISTANT.value or not calls or turn_id != event.turn_id:
-        return {}  # nothing it could answer
+        return None  # nothing it could answer here (or a state change in between)
     events = protocol_events(session_id, rows)
     outcomes = load_outcomes(session_id, event_ids=[first_id])
-    before = len(inspect_tool_protocol(apply_tool_outcomes(events[:-1], outcomes)))
-    after = len(inspect_tool_protocol(apply_tool_outcomes(events, outcomes)))
-    if after == before:
-        return {}
-    return {"protocol_issue_count": F("protocol_issue_count") + (after - before)}
+    before, after = (
+        apply_tool_outcomes(events[:-1], outcomes),
+        apply_tool_outcomes(events, outcomes),
+    )
+    changes: dict[str, Any] = {}
+    issues = len(inspect_tool_protocol(after)) - len(inspect_tool_protocol(before))
+    if issues:
+        changes["protocol_issue_count"] = F("protocol_issue_count") + issues
+    orphans = len(inspect_orphan_results(after)) - len(inspect_orphan_results(before))
+    if orphans:
+        changes["orphan_result_count"] = F("orphan_result_count") + orphans
+    return changes
 
 
 def status_after_finish(session_id: str, turn_id: str, status: TurnStatus) -> dict[str, Any] | None:
@@ -96,6 +109,8 @@ def status_after_finish(session_id: str, turn_id: str, status: TurnStatus) -> di
         return {}  # a turn without events projects to nothing, before and after
     if rows[0][2] == _TOOL or any(row[1] != turn_id for row in rows):
         return None  # not contiguous at the end, or starts inside a tool run
+    if any(row[6] == COMPACTION_AUTHOR for row in rows):
+        return None  # a compaction moves the live history's start: recompute in full
     if status is not TurnStatus.COMPLETED:
         return {}  # cut before its first issue, plus a notice: always valid
     assistants = [row[0] for row in rows if row[3]]
