@@ -174,3 +174,26 @@ def first_line(text: str, limit: int = 80) -> str:
         if line:
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
+
+
+def decode_output(output: Any) -> Any:
+    """A tool call's output as sources write it: JSON text decoded, anything else (plain
+    text, a list of content parts) as it is."""
+    if isinstance(output, str):
+        try:
+            return json.loads(output)
+        except ValueError:
+            return output
+    return output
+
+
+class SyntheticClock:
+    """Times for a source without timestamps: each call gives the next `synthetic_time`
+    (one second apart, from 0)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self) -> datetime:
+        self.count += 1
+        return synthetic_time(self.count - 1)

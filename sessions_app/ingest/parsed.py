@@ -164,3 +164,28 @@ class ParseResult:
     problems: list[ImportProblem] = field(default_factory=list)
     source_format: str = ""
     empty_reason: str = ""
+
+
+def tool_result_event(
+    *,
+    call_id: str,
+    response: dict[str, Any],
+    at: datetime,
+    source_id: str,
+    author: str = "tool",
+    raw: Any = None,
+    **extra: Any,
+) -> ParsedEvent:
+    """The tool-result event answering `call_id` with `response` (`{tool_call_id, name,
+    result | error}`), as every format stores it; `extra` sets other `ParsedEvent` fields
+    (e.g. `state_delta`, `archived_at`)."""
+    return ParsedEvent(
+        role="tool",
+        created_at=at,
+        author=author,
+        source_id=source_id,
+        tool_call_id=call_id,
+        tool_response=response,
+        raw=raw,
+        **extra,
+    )

@@ -26,7 +26,7 @@ from typing import Any
 from sessions_app.ingest.builder import SessionBuilder
 from sessions_app.ingest.formats.openai_chat import file_stem
 from sessions_app.ingest.normalise import first_line, normalise_arguments, synthetic_time
-from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
+from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult, tool_result_event
 from sessions_app.ingest.registry import JsonDocumentFormat
 from sessions_app.models import Session
 
@@ -157,14 +157,8 @@ def parse_anthropic_messages(path: Path, data: Any) -> ParseResult:
                 else:
                     response["result"] = value
                 builder.add(
-                    ParsedEvent(
-                        role="tool",
-                        created_at=at,
-                        author="tool",
-                        source_id=call_id,
-                        tool_call_id=call_id,
-                        tool_response=response,
-                        raw=block,
+                    tool_result_event(
+                        call_id=call_id, response=response, at=at, source_id=call_id, raw=block
                     )
                 )
         text = "\n\n".join(texts)

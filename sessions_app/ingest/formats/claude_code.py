@@ -58,7 +58,7 @@ from sessions_app.ingest.normalise import (
     normalise_arguments,
     parse_iso,
 )
-from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
+from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult, tool_result_event
 from sessions_app.ingest.registry import JsonLinesFormat
 from sessions_app.models import Session
 from sessions_app.projector import COMPACTION_AUTHOR
@@ -297,13 +297,11 @@ class _Conversation:
         else:
             response["result"] = value
         self.builder.add(
-            ParsedEvent(
-                role="tool",
-                created_at=at,
-                author="tool",
+            tool_result_event(
+                call_id=call_id,
+                response=response,
+                at=at,
                 source_id=str(record.get("uuid") or ""),
-                tool_call_id=call_id,
-                tool_response=response,
                 raw=record,
                 archived_at=archived,
             )

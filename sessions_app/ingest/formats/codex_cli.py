@@ -21,7 +21,6 @@ Rules applied here:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,14 @@ from sessions_app.ingest.builder import SessionBuilder
 from sessions_app.ingest.normalise import (
     at_line,
     coerce_todos,
+    decode_output,
     first_line,
     jsonl_objects,
     normalise_arguments,
     parse_iso,
     synthetic_time,
 )
-from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
+from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult, tool_result_event
 from sessions_app.ingest.registry import JsonLinesFormat
 from sessions_app.models import Session
 
@@ -64,15 +64,6 @@ _USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 def _is_count(value: Any) -> bool:
     """True for a token count: a non-negative whole number below 2**53."""
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
-
-
-def _decode_output(output: Any) -> Any:
-    if isinstance(output, str):
-        try:
-            return json.loads(output)
-        except ValueError:
-            return output
-    return output
 
 
 def parse_codex_cli(path: Path, text: str) -> ParseResult:
@@ -183,19 +174,14 @@ def parse_codex_cli(path: Path, text: str) -> ParseResult:
                 builder.write_todos(coerce_todos(arguments.get("plan")), at)
         elif ptype in OUTPUT_TYPES:
             call_id = str(payload.get("call_id") or "")
+            response = {
+                "tool_call_id": call_id,
+                "name": call_names.get(call_id, ""),
+                "result": decode_output(payload.get("output")),
+            }
             builder.add(
-                ParsedEvent(
-                    role="tool",
-                    created_at=at,
-                    author="tool",
-                    source_id=call_id,
-                    tool_call_id=call_id,
-                    tool_response={
-                        "tool_call_id": call_id,
-                        "name": call_names.get(call_id, ""),
-                        "result": _decode_output(payload.get("output")),
-                    },
-                    raw=record,
+                tool_result_event(
+                    call_id=call_id, response=response, at=at, source_id=call_id, raw=record
                 )
             )
     if pending_reasoning and items:

@@ -35,7 +35,7 @@ from sessions_app.ingest.builder import SessionBuilder
 from sessions_app.ingest.errors import ImportRefusedError
 from sessions_app.ingest.formats.openai_chat import file_stem
 from sessions_app.ingest.formats.responses_items import ResponsesReader
-from sessions_app.ingest.normalise import first_line, synthetic_time
+from sessions_app.ingest.normalise import SyntheticClock, first_line
 from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
 from sessions_app.ingest.registry import JsonDocumentFormat
 from sessions_app.models import Session
@@ -118,12 +118,7 @@ def parse_openai_agents(path: Path, data: dict[str, Any]) -> ParseResult:
     builder = SessionBuilder(session_id)
     agent = _name(data.get("current_agent"), "agent")
     problems: list[ImportProblem] = []
-    counter = 0
-
-    def tick() -> Any:
-        nonlocal counter
-        counter += 1
-        return synthetic_time(counter - 1)
+    tick = SyntheticClock()
 
     items = data.get("session_items") or data.get("generated_items") or []
     items = items if isinstance(items, list) else []

@@ -19,7 +19,7 @@ from typing import Any
 from sessions_app.ingest.builder import SessionBuilder
 from sessions_app.ingest.formats.openai_chat import file_stem
 from sessions_app.ingest.formats.responses_items import ITEM_TYPES, ResponsesReader
-from sessions_app.ingest.normalise import first_line, synthetic_time
+from sessions_app.ingest.normalise import SyntheticClock, first_line
 from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
 from sessions_app.ingest.registry import JsonDocumentFormat
 from sessions_app.models import Session
@@ -62,12 +62,7 @@ def parse_openai_responses(path: Path, data: Any) -> ParseResult:
     builder = SessionBuilder(session_id)
     reader = ResponsesReader(builder)
     problems: list[ImportProblem] = []
-    counter = 0
-
-    def tick() -> Any:
-        nonlocal counter
-        counter += 1
-        return synthetic_time(counter - 1)
+    tick = SyntheticClock()
 
     if isinstance(data, dict) and isinstance(data.get("instructions"), str):
         builder.add(

@@ -25,8 +25,8 @@ from datetime import datetime
 from typing import Any
 
 from sessions_app.ingest.builder import SessionBuilder
-from sessions_app.ingest.normalise import normalise_arguments
-from sessions_app.ingest.parsed import ParsedEvent
+from sessions_app.ingest.normalise import decode_output, normalise_arguments
+from sessions_app.ingest.parsed import ParsedEvent, tool_result_event
 
 #: call type -> the output type that answers it (both matched by `call_id`).
 CALL_OUTPUTS = {
@@ -108,16 +108,6 @@ def content_parts(content: Any) -> list[dict[str, Any]]:
     return parts if has_image else []
 
 
-def decode_output(output: Any) -> Any:
-    """A call output: JSON text decoded, a list of content parts kept, else as it is."""
-    if isinstance(output, str):
-        try:
-            return json.loads(output)
-        except ValueError:
-            return output
-    return output
-
-
 class ResponsesReader:
     """Adds Responses-API items to `builder`, one `add(item, at, raw, author)` at a time.
 
@@ -193,15 +183,7 @@ class ResponsesReader:
         else:
             response["result"] = result
         self.builder.add(
-            ParsedEvent(
-                role="tool",
-                created_at=at,
-                author="tool",
-                source_id=call_id,
-                tool_call_id=call_id,
-                tool_response=response,
-                raw=raw,
-            )
+            tool_result_event(call_id=call_id, response=response, at=at, source_id=call_id, raw=raw)
         )
 
     def add(
