@@ -7,7 +7,8 @@ every change, so an edit based on an older version can be detected and refused.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import models
@@ -30,6 +31,36 @@ class TodoList(models.Model):
         return [item.as_state() for item in self.items.all()]
 
 
+class ItemValues(Protocol):
+    """What an item row is made from: a runtime `TodoItem` or an imported `ParsedTodo`."""
+
+    @property
+    def content(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def active_form(self) -> str: ...
+
+
+class TodoItemQuerySet(models.QuerySet["TodoItem"]):
+    def add_items(self, todo_list: TodoList, items: Sequence[ItemValues], start: int = 0) -> None:
+        """Insert `items` as the rows of `todo_list` from position
+        `start` on, in batches."""
+        self.bulk_create(
+            [
+                self.model(
+                    todo_list=todo_list,
+                    position=start + offset,
+                    content=item.content,
+                    status=item.status,
+                    active_form=item.active_form,
+                )
+                for offset, item in enumerate(items)
+            ],
+            batch_size=500,
+        )
+
+
 class TodoItem(models.Model):
     """One item: content, status (pending / in_progress / completed or any other string)
     and the active form shown while it is in progress."""
@@ -44,6 +75,8 @@ class TodoItem(models.Model):
     content = models.TextField()
     status = models.CharField(max_length=64, default=Status.PENDING)
     active_form = models.TextField(blank=True, default="")
+
+    objects = TodoItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["todo_list", "position"]

@@ -73,19 +73,7 @@ def write_parsed_todos(
             version=parsed.todo_version,
             updated_at=parsed.todo_updated_at or parsed.updated_at,
         )
-        TodoItem.objects.bulk_create(
-            [
-                TodoItem(
-                    todo_list=todo_list,
-                    position=position,
-                    content=item.content,
-                    status=item.status,
-                    active_form=item.active_form,
-                )
-                for position, item in enumerate(parsed.todos)
-            ],
-            batch_size=_BATCH_SIZE,
-        )
+        TodoItem.objects.add_items(todo_list, parsed.todos)
     if parsed.todo_changes:
         audited = TodoList.objects.get(session=session)
         TodoChange.objects.bulk_create(

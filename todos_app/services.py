@@ -167,19 +167,7 @@ def _write_rows(todo_list: TodoList, old: Sequence[TodoItem], new: Sequence[Todo
     if len(new) < len(old):
         TodoItemRow.objects.filter(todo_list=todo_list, position__gte=len(new)).delete()
     elif len(new) > len(old):
-        TodoItemRow.objects.bulk_create(
-            [
-                TodoItemRow(
-                    todo_list=todo_list,
-                    position=position,
-                    content=item.content,
-                    status=item.status,
-                    active_form=item.active_form,
-                )
-                for position, item in enumerate(new)
-                if position >= len(old)
-            ]
-        )
+        TodoItemRow.objects.add_items(todo_list, new[len(old) :], start=len(old))
 
 
 def _broadcast_changed(session_id: str, version: int) -> None:
