@@ -25,9 +25,6 @@ from todos_app.services import Actor, replace_todos, todo_items_of
 if TYPE_CHECKING:
     from sessions_app.ingest.parsed import ParsedSession
 
-# Rows per INSERT when an import writes a list's items.
-_BATCH_SIZE = 1000
-
 
 @receiver(signals.session_todos_requested, sender=Session)
 def todos_state(session_id: str, **_kwargs: Any) -> list[dict[str, str]] | None:
