@@ -4,8 +4,8 @@ Answers follow the OTLP/HTTP specification (docs/otlp.md): 200 with an
 `ExportTraceServiceResponse` in the request's encoding (protobuf or JSON), carrying
 `partial_success` {rejected_spans, error_message} when some spans were refused; every
 4xx/5xx carries a `google.rpc.Status` {code, message} in the request's encoding: 400
-malformed, 401 no or bad key, 403 read-only key, 413 too large, 415 unknown content type
-or encoding, 429 over the key's rate (Retry-After), 503 when the database is busy
+malformed, 401 no or bad key, 403 read-only key, 413 too large, 415 unknown content
+type or encoding, 429 over the key's rate (Retry-After), 503 when the database is busy
 (Retry-After). The Langfuse-compatible path also takes the key as the password of HTTP
 Basic auth, so exporters set up for Langfuse only change the host.
 """
@@ -31,6 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from sessions_app.api.keys import find_key
 from sessions_app.api.models import ApiKey
+from sessions_app.api.problems import problem_response
 from sessions_app.otlp.decode import JSON, PROTOBUF, BadBody, decode_request, decompress, spans_of
 from sessions_app.otlp.limits import take
 from sessions_app.otlp.writer import receive
@@ -64,7 +65,11 @@ def _encoded(request: HttpRequest, message: Message, status: int) -> HttpRespons
 def refusal(
     request: HttpRequest, status: int, message: str, retry_after: float = 0
 ) -> HttpResponse:
-    """A 4xx/5xx answer: a `google.rpc.Status` in the request's encoding."""
+    """A 4xx/5xx answer: a `google.rpc.Status` in the request's encoding; for a body in
+    neither OTLP encoding, the API's problem+json (the caller is not an OTLP exporter)."""
+    if (request.content_type or "").lower() not in (JSON, PROTOBUF):
+        headers = {"Retry-After": str(int(retry_after))} if retry_after else None
+        return problem_response(request, status, "otlp-refused", message, headers=headers)
     response = _encoded(
         request,
         status_pb2.Status(code=_CODES.get(status, code_pb2.UNKNOWN), message=message),
