@@ -308,6 +308,13 @@ AGENTOPS_API_MAX_BODY_BYTES = envint("AGENTOPS_API_MAX_BODY_BYTES", 5_000_000)
 # Django refuses bodies above DATA_UPLOAD_MAX_MEMORY_SIZE with a plain 400; keep it above.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, AGENTOPS_API_MAX_BODY_BYTES)
 
+# OTLP receiver (/v1/traces, docs/otlp.md): spans per second each API key may send on
+# average (0: no limit) and the burst it may send at once; over it: 429 with Retry-After.
+# A body may be this many times AGENTOPS_API_MAX_BODY_BYTES once decompressed.
+AGENTOPS_OTLP_SPANS_PER_SECOND = envint("AGENTOPS_OTLP_SPANS_PER_SECOND", 50_000)
+AGENTOPS_OTLP_BURST_SPANS = envint("AGENTOPS_OTLP_BURST_SPANS", 100_000)
+AGENTOPS_OTLP_INFLATE_FACTOR = envint("AGENTOPS_OTLP_INFLATE_FACTOR", 8)
+
 # true: the runtime's own events (and the state and failure messages it stores) are
 # redacted like imports before the Django store writes them (sessions_app.ingest.redaction).
 AGENTOPS_REDACT_RUNTIME_EVENTS = envbool("AGENTOPS_REDACT_RUNTIME_EVENTS", True)

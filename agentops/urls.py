@@ -25,4 +25,5 @@ urlpatterns = [
     path("docs/", include("sessions_app.pages.docs")),
     path("api/v1/", api_urls(api)),
     path("admin/", admin.site.urls),
+    path("", include("sessions_app.otlp.urls")),
 ]

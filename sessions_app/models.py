@@ -465,3 +465,4 @@ class ToolOutcome(models.Model):
 from sessions_app.api.models import ApiKey as ApiKey  # noqa: E402
 from sessions_app.api.models import EventClientKey as EventClientKey  # noqa: E402
 from sessions_app.api.models import RunLease as RunLease  # noqa: E402
+from sessions_app.otlp.models import OtlpSpan as OtlpSpan  # noqa: E402

@@ -66,6 +66,8 @@ MATRIX: dict[str, tuple[str, str]] = {
     "api:openapi-json": ("public", "GET"),
     "api:openapi-view": ("public", "GET"),
     "api:api-root": ("api-root", "GET"),
+    "otlp:traces": ("api", "POST"),
+    "otlp:langfuse_traces": ("api", "POST"),
     "api:create_session": ("api", "POST"),
     "api:get_session": ("api", "GET"),
     "api:list_events": ("api", "GET"),

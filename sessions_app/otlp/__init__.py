@@ -1,0 +1,17 @@
+"""The OTLP/HTTP trace receiver (docs/otlp.md): OpenTelemetry GenAI spans become
+sessions, turns and events.
+
+Modules: `models` (`OtlpSpan`, the kept spans; registered through `sessions_app.models`),
+`decode` (bodies to `SpanRecord`s with the official `opentelemetry-proto` classes),
+`messages` (GenAI and vendor message attributes to runtime `Content`), `mapping` (which
+session and turn a trace lands in, a span's events, a turn's outcome), `writer` (keeping
+spans and rebuilding their turns, broadcast through `LiveSessionService`), `limits`
+(the per-key token bucket), `views` (``POST /v1/traces`` and
+``/api/public/otel/v1/traces``). Only the model is imported eagerly.
+"""
+
+from __future__ import annotations
+
+from sessions_app.otlp.models import OtlpSpan
+
+__all__ = ["OtlpSpan"]

@@ -1,0 +1,203 @@
+"""OTLP/HTTP request bodies to `SpanRecord`s, with the official message classes.
+
+Protobuf bodies are parsed as `ExportTraceServiceRequest`; JSON bodies (the OTLP JSON
+encoding: camelCase, enum integers, trace and span ids as hex) with
+`google.protobuf.json_format.Parse` on the same class, after the hex ids are turned into
+the base64 that protobuf's JSON mapping expects for bytes. Bodies may be gzip or deflate
+compressed; the decompressed size is capped (a small bomb cannot fill memory).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+__all__ = ["BadBody", "SpanRecord", "decode_request", "decompress", "spans_of"]
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+
+
+class BadBody(ValueError):
+    """A body that cannot be read; `status` 400 (malformed) or 413 (too large after
+    decompression) or 415 (a content type or encoding OTLP/HTTP does not use)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        self.status = status
+        self.reason = reason
+        super().__init__(reason)
+
+
+@dataclass(slots=True)
+class SpanRecord:
+    """One received span, flattened: ids as lower-case hex, times aware UTC, `attributes`
+    the span's plus its resource's under ``resource.``; no span events are kept."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    start_at: datetime
+    end_at: datetime
+    status_code: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+def decompress(body: bytes, encoding: str, limit: int) -> bytes:
+    """`body` decoded per `Content-Encoding` (identity, gzip, deflate: zlib or raw);
+    raises BadBody 415 for another encoding, 400 when corrupt, 413 over `limit` bytes."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding not in ("gzip", "deflate"):
+        raise BadBody(415, f"Content-Encoding {encoding[:40]!r} is not supported (gzip, deflate)")
+    tries = (31,) if encoding == "gzip" else (15, -15)
+    for wbits in tries:
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out = inflater.decompress(body, limit + 1)
+        except zlib.error:
+            continue
+        if len(out) > limit or inflater.unconsumed_tail:
+            raise BadBody(413, f"the body is larger than {limit} bytes once decompressed")
+        return out
+    raise BadBody(400, f"the body is not valid {encoding} data")
+
+
+def _hex_to_base64(value: Any, size: int, where: str) -> Any:
+    if not isinstance(value, str) or value == "":
+        return value
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError:
+        raise BadBody(400, f"{where} {value[:40]!r} is not hex") from None
+    if len(raw) != size:
+        raise BadBody(400, f"{where} {value[:40]!r} is not {size} bytes")
+    return base64.b64encode(raw).decode()
+
+
+def _ids_to_base64(document: Any) -> None:
+    for resource in _list(document, "resourceSpans"):
+        for scope in _list(resource, "scopeSpans"):
+            for span in _list(scope, "spans"):
+                if not isinstance(span, dict):
+                    continue
+                for key, size in (("traceId", 16), ("spanId", 8), ("parentSpanId", 8)):
+                    if key in span:
+                        span[key] = _hex_to_base64(span[key], size, key)
+                for link in _list(span, "links"):
+                    if isinstance(link, dict):
+                        for key, size in (("traceId", 16), ("spanId", 8)):
+                            if key in link:
+                                link[key] = _hex_to_base64(link[key], size, f"link {key}")
+
+
+def _list(value: Any, key: str) -> list[Any]:
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, list) else []
+
+
+def decode_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
+    """The request message of a (decompressed) body; BadBody 415 for a content type that
+    is neither protobuf nor JSON, 400 for one that does not parse."""
+    kind = content_type.split(";")[0].strip().lower()
+    request = ExportTraceServiceRequest()
+    if kind == PROTOBUF:
+        try:
+            request.ParseFromString(body)
+        except (DecodeError, RuntimeError, ValueError) as exc:
+            raise BadBody(400, f"the body is not an ExportTraceServiceRequest: {exc}") from None
+        return request
+    if kind != JSON:
+        raise BadBody(415, f"Content-Type {kind[:60]!r} is not {PROTOBUF} or {JSON}")
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise BadBody(400, "the body is not JSON") from None
+    if not isinstance(document, dict):
+        raise BadBody(400, "the JSON body is not an object")
+    _ids_to_base64(document)
+    try:
+        json_format.ParseDict(document, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, RecursionError, ValueError, TypeError) as exc:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else "invalid"
+        raise BadBody(400, f"the JSON is not an ExportTraceServiceRequest: {reason}") from None
+    return request
+
+
+def any_value(value: AnyValue) -> Any:
+    """An OTLP `AnyValue` as a JSON value (bytes as base64 text)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [any_value(item) for item in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes_of(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    return getattr(value, kind)
+
+
+def attributes_of(pairs: Any) -> dict[str, Any]:
+    """OTLP key-value pairs as a dict (a repeated key: the last wins)."""
+    found: dict[str, Any] = {}
+    pair: KeyValue
+    for pair in pairs:
+        found[pair.key] = any_value(pair.value)
+    return found
+
+
+def _time(nanos: int) -> datetime:
+    try:
+        return datetime.fromtimestamp(nanos / 1e9, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        raise BadBody(400, f"time {nanos} is out of range") from None
+
+
+def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]:
+    """The spans of `request` and how many were unusable (ids of the wrong length: OTLP
+    receivers reject those spans, not the request)."""
+    records: list[SpanRecord] = []
+    bad = 0
+    for resource_spans in request.resource_spans:
+        resource = {
+            f"resource.{key}": value
+            for key, value in attributes_of(resource_spans.resource.attributes).items()
+        }
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                parent = span.parent_span_id
+                if len(span.trace_id) != 16 or len(span.span_id) != 8 or len(parent) not in (0, 8):
+                    bad += 1
+                    continue
+                if span.trace_id == bytes(16) or span.span_id == bytes(8):
+                    bad += 1
+                    continue
+                start = _time(span.start_time_unix_nano)
+                end = _time(span.end_time_unix_nano or span.start_time_unix_nano)
+                records.append(
+                    SpanRecord(
+                        trace_id=binascii.hexlify(span.trace_id).decode(),
+                        span_id=binascii.hexlify(span.span_id).decode(),
+                        parent_span_id=binascii.hexlify(parent).decode(),
+                        name=span.name[:255],
+                        start_at=start,
+                        end_at=max(end, start),
+                        status_code=int(span.status.code),
+                        attributes={**resource, **attributes_of(span.attributes)},
+                    )
+                )
+    return records, bad

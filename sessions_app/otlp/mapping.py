@@ -1,0 +1,340 @@
+"""Where a trace lands and what its spans say: pure functions over kept spans.
+
+- `place`: the session key, turn key, app name and user of a trace (first attribute
+  found wins, in the order of docs/otlp.md; spans read root first, then by start);
+- `turn_drafts`: the events of a turn, ordered by time (a model span's input at its
+  start, its output at its end; a tool span's call at its start, its result at its end),
+  each once (calls and results by call id, other messages by role and text);
+- `turn_outcome`: running while no root span arrived; else completed, or failed with a
+  failure code from ``error.type`` (`FAILURE_CODE_RE`, else ``agent_error``) and a stage
+  from the failing span's operation. Status descriptions and exception messages are
+  never read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from agentops.runtime.session import FailureStage, is_valid_failure_code
+from sessions_app.otlp.messages import (
+    Message,
+    arguments_object,
+    has_content,
+    input_messages,
+    output_messages,
+    system_text,
+)
+
+__all__ = ["Draft", "Outcome", "Place", "place", "turn_drafts", "turn_outcome"]
+
+#: Attributes naming a trace's session, first match wins (docs/otlp.md).
+SESSION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "langfuse.session.id",
+    "adk.session_id",
+    "gcp.vertex.agent.session_id",
+    "langsmith.metadata.session_id",
+    "langsmith.metadata.thread_id",
+    "metadata.session_id",
+    "metadata.thread_id",
+)
+#: Attributes naming a trace's turn, first match wins.
+TURN_KEYS = ("adk.turn_id", "gcp.vertex.agent.invocation_id", "gen_ai.agent.call.id")
+USER_KEYS = ("user.id", "enduser.id", "resource.user.id", "resource.enduser.id")
+MODEL_SPANS = {"chat", "generate_content", "text_completion", "call_llm"}
+ERROR_STATUS = 2
+
+
+class SpanLike(Protocol):
+    """What the mapping reads of a kept span (`OtlpSpan` has it)."""
+
+    span_id: str
+    parent_span_id: str
+    name: str
+    start_at: datetime
+    end_at: datetime
+    status_code: int
+    attributes: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Place:
+    """Where a trace lands: raw session and turn keys ("" = none found), app, user, and
+    whether any span carried message content."""
+
+    session_key: str
+    turn_key: str
+    app_name: str
+    user_id: str
+    content_captured: bool
+
+
+@dataclass(slots=True)
+class Draft:
+    """One event to store: its source key (unique in its turn), time, and columns."""
+
+    key: str
+    at: datetime
+    role: str
+    author: str = ""
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_response: dict[str, Any] | None = None
+    tool_call_id: str = ""
+    usage: dict[str, Any] | None = None
+    finish_reason: str = ""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """A finished turn's status, reason, failure code and stage, and its end time."""
+
+    status: str
+    reason: str
+    failure_code: str
+    failure_stage: str
+    finished_at: datetime
+
+
+def _ordered(spans: Sequence[SpanLike]) -> list[SpanLike]:
+    return sorted(spans, key=lambda s: (s.parent_span_id != "", s.start_at, s.span_id))
+
+
+def _first(spans: Sequence[SpanLike], keys: Sequence[str]) -> str:
+    for key in keys:
+        for span in spans:
+            value = span.attributes.get(key)
+            if value not in (None, "", [], {}):
+                return str(value)
+    return ""
+
+
+def place(spans: Sequence[SpanLike]) -> Place:
+    """Where the trace of `spans` lands (see the module docstring)."""
+    ordered = _ordered(spans)
+    return Place(
+        session_key=_first(ordered, SESSION_KEYS),
+        turn_key=_first(ordered, TURN_KEYS),
+        app_name=_first(ordered, ("resource.service.name",)) or "otlp",
+        user_id=_first(ordered, USER_KEYS),
+        content_captured=any(has_content(span.attributes) for span in spans),
+    )
+
+
+def operation(span: SpanLike) -> str:
+    """The GenAI operation of a span (``gen_ai.operation.name``, else its name's first
+    word, e.g. "chat gpt-4o" -> "chat")."""
+    name = span.attributes.get("gen_ai.operation.name")
+    if isinstance(name, str) and name:
+        return name
+    return span.name.split(" ", 1)[0].lower()
+
+
+def _is_model(span: SpanLike) -> bool:
+    attrs = span.attributes
+    return (
+        operation(span) in MODEL_SPANS
+        or any(key in attrs for key in ("gen_ai.input.messages", "gcp.vertex.agent.llm_request"))
+        or any(key.startswith("llm.input_messages.") for key in attrs)
+    )
+
+
+def _usage(span: SpanLike) -> dict[str, Any] | None:
+    attrs = span.attributes
+    prompt = attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))
+    completion = attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))
+    if not isinstance(prompt, int) and not isinstance(completion, int):
+        return None
+    prompt = prompt if isinstance(prompt, int) else 0
+    completion = completion if isinstance(completion, int) else 0
+    details: dict[str, Any] = {}
+    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+    if model:
+        details["model"] = str(model)
+    cached = attrs.get(
+        "gen_ai.usage.cache_read.input_tokens", attrs.get("gen_ai.usage.cached_tokens")
+    )
+    if isinstance(cached, int):
+        details["cached_input_tokens"] = cached
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "details": details,
+    }
+
+
+def _after_last_assistant(messages: list[Message]) -> list[Message]:
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    return [m for m in messages[last + 1 :] if m.role != "system"]
+
+
+def _message_drafts(
+    span: SpanLike, messages: list[Message], at: datetime, tag: str, author: str
+) -> list[Draft]:
+    drafts: list[Draft] = []
+    for index, message in enumerate(messages):
+        key = f"{span.span_id}:{tag}{index}"
+        if message.results:
+            for number, result in enumerate(message.results):
+                drafts.append(
+                    Draft(
+                        key=f"{key}.{number}",
+                        at=at,
+                        role="tool",
+                        author=author,
+                        tool_response={
+                            "tool_call_id": result.call_id,
+                            "name": result.name,
+                            "result": result.result,
+                        },
+                    )
+                )
+            continue
+        calls = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.calls if c.id
+        ]
+        if not message.text and not calls:
+            continue
+        finish = "tool_calls" if calls else ("stop" if message.role == "assistant" else "")
+        drafts.append(
+            Draft(
+                key=key,
+                at=at,
+                role=message.role,
+                author=author,
+                text=message.text,
+                tool_calls=calls,
+                finish_reason=finish,
+            )
+        )
+    return drafts
+
+
+def _author(span: SpanLike) -> str:
+    name = span.attributes.get("gen_ai.agent.name") or span.attributes.get("resource.service.name")
+    return str(name)[:255] if name else "agent"
+
+
+def span_drafts(span: SpanLike, first_model: bool) -> list[Draft]:
+    """The candidate events of one span (before the turn drops repeats)."""
+    attrs, author = span.attributes, _author(span)
+    drafts: list[Draft] = []
+    if operation(span) == "execute_tool":
+        call_id = str(attrs.get("gen_ai.tool.call.id") or f"span-{span.span_id}")
+        name = str(attrs.get("gen_ai.tool.name") or span.name)
+        call = {
+            "id": call_id,
+            "name": name,
+            "arguments": arguments_object(attrs.get("gen_ai.tool.call.arguments")),
+        }
+        drafts.append(
+            Draft(
+                f"{span.span_id}:call",
+                span.start_at,
+                "assistant",
+                author,
+                tool_calls=[call],
+                finish_reason="tool_calls",
+            )
+        )
+        response: dict[str, Any] = {"tool_call_id": call_id, "name": name}
+        if span.status_code == ERROR_STATUS:
+            response["error"] = str(attrs.get("error.type") or "error")
+        else:
+            result = attrs.get("gen_ai.tool.call.result")
+            response["result"] = result if result is not None else {"content_captured": False}
+        drafts.append(
+            Draft(f"{span.span_id}:result", span.end_at, "tool", author, tool_response=response)
+        )
+        return drafts
+    if not _is_model(span) and operation(span) != "invoke_agent":
+        return drafts
+    system = system_text(attrs)
+    if system and first_model:
+        drafts.append(Draft(f"{span.span_id}:system", span.start_at, "system", author, text=system))
+    drafts += _message_drafts(
+        span, _after_last_assistant(input_messages(attrs)), span.start_at, "in", author
+    )
+    outputs = _message_drafts(span, output_messages(attrs), span.end_at, "out", author)
+    usage = _usage(span) if _is_model(span) else None
+    if outputs and usage is not None:
+        outputs[-1].usage = usage
+    return drafts + outputs
+
+
+def turn_drafts(spans: Sequence[SpanLike]) -> list[Draft]:
+    """The events of a turn made of `spans`, in time order, each once."""
+    candidates: list[tuple[datetime, datetime, int, Draft]] = []
+    first_model = True
+    for span in sorted(spans, key=lambda s: (s.start_at, s.span_id)):
+        found = span_drafts(span, first_model)
+        if _is_model(span):
+            first_model = False
+        candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]
+    candidates.sort(key=lambda item: (item[0], item[1], item[2]))
+    seen_calls: set[str] = set()
+    seen_results: set[str] = set()
+    seen_text: set[tuple[str, str]] = set()
+    drafts: list[Draft] = []
+    for *_, draft in candidates:
+        if draft.tool_response is not None:
+            call_id = draft.tool_response["tool_call_id"]
+            if call_id in seen_results:
+                continue
+            seen_results.add(call_id)
+            drafts.append(draft)
+            continue
+        draft.tool_calls = [c for c in draft.tool_calls if c["id"] not in seen_calls]
+        seen_calls.update(c["id"] for c in draft.tool_calls)
+        signature = (draft.role, draft.text)
+        if draft.text and signature in seen_text and not draft.tool_calls:
+            continue
+        if not draft.text and not draft.tool_calls:
+            continue
+        seen_text.add(signature)
+        drafts.append(draft)
+    return drafts
+
+
+_CODE_BAD = re.compile(r"[^a-z0-9_.-]+")
+
+
+def failure_code(value: Any) -> str:
+    """``error.type`` as a failure code: lower-cased, other characters as ``_``, cut to
+    128 (docs/runtime.md §2 grammar, `is_valid_failure_code`); else ``agent_error``."""
+    code = _CODE_BAD.sub("_", str(value or "").strip().lower()).strip("_")[:128]
+    return code if is_valid_failure_code(code) else "agent_error"
+
+
+def _stage(span: SpanLike) -> str:
+    op = operation(span)
+    if op in MODEL_SPANS:
+        return FailureStage.PROVIDER.value
+    if op == "execute_tool":
+        return FailureStage.TOOL.value
+    return FailureStage.AGENT.value
+
+
+def root_of(spans: Sequence[SpanLike]) -> SpanLike | None:
+    """The turn's root: the trace's span without a parent (None until it arrives)."""
+    roots = [span for span in spans if not span.parent_span_id]
+    return min(roots, key=lambda s: s.start_at) if roots else None
+
+
+def turn_outcome(spans: Sequence[SpanLike]) -> Outcome | None:
+    """The outcome of a turn (None: still running; see the module docstring)."""
+    root = root_of(spans)
+    if root is None:
+        return None
+    if root.status_code != ERROR_STATUS:
+        return Outcome("completed", "", "", "", root.end_at)
+    failing = [s for s in spans if s.status_code == ERROR_STATUS and s is not root]
+    origin = min(failing, key=lambda s: (s.end_at, s.span_id)) if failing else root
+    code = origin.attributes.get("error.type") or root.attributes.get("error.type")
+    return Outcome("failed", "agent_error", failure_code(code), _stage(origin), root.end_at)

@@ -1,0 +1,256 @@
+"""Message attributes of GenAI spans to plain messages (`Message`), vendor by vendor.
+
+Read, in this order (the first present wins, docs/otlp.md):
+
+- the OpenTelemetry GenAI conventions: ``gen_ai.input.messages``,
+  ``gen_ai.output.messages`` and ``gen_ai.system_instructions``, JSON strings of messages
+  with ``parts`` (``text``, ``tool_call`` {id, name, arguments}, ``tool_call_response``
+  {id, response | result});
+- Google ADK / Vertex: ``gcp.vertex.agent.llm_request`` / ``llm_response`` (JSON of the
+  request's ``contents`` and the response's ``content``: ``text``, ``function_call``,
+  ``function_response`` parts);
+- OpenInference: ``llm.input_messages.N.message.role|content|tool_calls.M.tool_call...``
+  and ``llm.output_messages.*`` (flattened attributes).
+
+Everything here is pure: values in, values out; nothing raises on odd shapes (a part it
+cannot read is skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Call", "Message", "Result", "input_messages", "output_messages", "system_text"]
+
+
+@dataclass(slots=True)
+class Call:
+    """A tool call: its id, tool name and arguments (an object)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Result:
+    """A tool result: the call id it answers, the tool name, the result (any JSON)."""
+
+    call_id: str
+    name: str
+    result: Any
+
+
+@dataclass(slots=True)
+class Message:
+    """A message: role (system, user, assistant, tool), text, calls, results."""
+
+    role: str
+    text: str = ""
+    calls: list[Call] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+    finish_reason: str = ""
+
+
+_ROLES = {"model": "assistant", "ai": "assistant", "human": "user", "function": "tool"}
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def arguments_object(value: Any) -> dict[str, Any]:
+    """Tool arguments as an object: a JSON string decoded, a non-object kept under
+    ``value``."""
+    decoded = _json(value) if isinstance(value, str) else value
+    if isinstance(decoded, dict):
+        return decoded
+    if value in (None, ""):
+        return {}
+    return {"value": decoded if decoded is not None else value}
+
+
+def _role(value: Any) -> str:
+    role = str(value or "user").lower()
+    role = _ROLES.get(role, role)
+    return role if role in ("system", "user", "assistant", "tool") else "user"
+
+
+def _genai_message(item: Any) -> Message | None:
+    if not isinstance(item, dict):
+        return None
+    message = Message(
+        role=_role(item.get("role")), finish_reason=str(item.get("finish_reason", ""))
+    )
+    texts: list[str] = []
+    for part in item.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in ("text", "reasoning") and isinstance(part.get("content"), str):
+            texts.append(part["content"])
+        elif kind == "tool_call":
+            message.calls.append(
+                Call(
+                    str(part.get("id") or ""),
+                    str(part.get("name") or ""),
+                    arguments_object(part.get("arguments")),
+                )
+            )
+        elif kind == "tool_call_response":
+            result = part.get("response", part.get("result"))
+            message.results.append(
+                Result(str(part.get("id") or ""), str(part.get("name") or ""), result)
+            )
+    if isinstance(item.get("content"), str):  # older shape: {"role", "content"}
+        texts.append(item["content"])
+    message.text = "\n".join(texts)
+    return message
+
+
+def _genai(value: Any) -> list[Message]:
+    decoded = _json(value)
+    if not isinstance(decoded, list):
+        return []
+    return [message for item in decoded if (message := _genai_message(item)) is not None]
+
+
+def _adk_content(content: Any) -> Message | None:
+    if not isinstance(content, dict):
+        return None
+    message = Message(role=_role(content.get("role")))
+    texts: list[str] = []
+    for part in content.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("text"), str) and not part.get("thought"):
+            texts.append(part["text"])
+        call = part.get("function_call")
+        if isinstance(call, dict):
+            message.calls.append(
+                Call(
+                    str(call.get("id") or ""),
+                    str(call.get("name") or ""),
+                    arguments_object(call.get("args")),
+                )
+            )
+        response = part.get("function_response")
+        if isinstance(response, dict):
+            message.results.append(
+                Result(
+                    str(response.get("id") or ""),
+                    str(response.get("name") or ""),
+                    response.get("response"),
+                )
+            )
+    message.text = "\n".join(texts)
+    if message.results:
+        message.role = "tool"
+    return message
+
+
+_OI = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+_OI_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)$")
+_OI_TEXT = re.compile(r"^contents\.(\d+)\.message_content\.text$")
+
+
+def _openinference(attributes: dict[str, Any], direction: str) -> list[Message]:
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        match = _OI.match(key)
+        if match is None or match.group(1) != direction:
+            continue
+        found.setdefault(int(match.group(2)), {})[match.group(3)] = value
+    messages: list[Message] = []
+    for index in sorted(found):
+        fields = found[index]
+        message = Message(role=_role(fields.get("role")))
+        texts = [str(fields["content"])] if isinstance(fields.get("content"), str) else []
+        calls: dict[int, dict[str, Any]] = {}
+        for key, value in sorted(fields.items()):
+            if _OI_TEXT.match(key) is not None and isinstance(value, str):
+                texts.append(value)
+            if (call := _OI_CALL.match(key)) is not None:
+                calls.setdefault(int(call.group(1)), {})[call.group(2)] = value
+        for _, call_fields in sorted(calls.items()):
+            message.calls.append(
+                Call(
+                    str(call_fields.get("id") or ""),
+                    str(call_fields.get("function.name") or ""),
+                    arguments_object(call_fields.get("function.arguments")),
+                )
+            )
+        message.text = "\n".join(texts)
+        if message.role == "tool":
+            message.results.append(
+                Result(
+                    str(fields.get("tool_call_id") or ""),
+                    str(fields.get("name") or ""),
+                    message.text,
+                )
+            )
+            message.text = ""
+        messages.append(message)
+    return messages
+
+
+def input_messages(attributes: dict[str, Any]) -> list[Message]:
+    """The messages a model span was given (history included), by the first convention
+    present; [] when content was not captured."""
+    if "gen_ai.input.messages" in attributes:
+        return _genai(attributes["gen_ai.input.messages"])
+    request = _json(attributes.get("gcp.vertex.agent.llm_request"))
+    if isinstance(request, dict):
+        contents = request.get("contents") or []
+        return [m for c in contents if (m := _adk_content(c)) is not None]
+    return _openinference(attributes, "input")
+
+
+def output_messages(attributes: dict[str, Any]) -> list[Message]:
+    """The messages a model span answered with; [] when content was not captured."""
+    if "gen_ai.output.messages" in attributes:
+        return _genai(attributes["gen_ai.output.messages"])
+    response = _json(attributes.get("gcp.vertex.agent.llm_response"))
+    if isinstance(response, dict):
+        message = _adk_content(response.get("content"))
+        return [message] if message is not None else []
+    return _openinference(attributes, "output")
+
+
+def system_text(attributes: dict[str, Any]) -> str:
+    """The system instructions of a model span ("" when absent or not captured)."""
+    decoded = _json(attributes.get("gen_ai.system_instructions"))
+    if isinstance(decoded, list):
+        texts = [p.get("content") for p in decoded if isinstance(p, dict)]
+        return "\n".join(t for t in texts if isinstance(t, str))
+    if isinstance(decoded, str):
+        return decoded
+    return ""
+
+
+#: Attribute names (and prefixes) that carry message content: their presence on any
+#: span of a trace means its framework captured content.
+CONTENT_KEYS = (
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gcp.vertex.agent.llm_request",
+    "gcp.vertex.agent.llm_response",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+)
+CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.")
+
+
+def has_content(attributes: dict[str, Any]) -> bool:
+    """True when `attributes` carry message content (see CONTENT_KEYS)."""
+    if any(key in attributes for key in CONTENT_KEYS):
+        return True
+    return any(key.startswith(CONTENT_PREFIXES) for key in attributes)

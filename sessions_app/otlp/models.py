@@ -1,0 +1,49 @@
+"""The spans the OTLP receiver kept (docs/otlp.md): `OtlpSpan`.
+
+Imported by `sessions_app.models` so Django registers it with the app (migration
+`0009_otlp_span`). A trace's turn is rebuilt from its kept spans whenever a batch brings
+more of them, so spans that arrive in several batches, children before parents, land in
+one turn. All timestamps are aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class OtlpSpan(models.Model):
+    """One span received over OTLP, stored once per (trace_id, span_id).
+
+    `attributes` are the span's attributes (resource attributes under ``resource.``)
+    redacted like imports, without exception details or status descriptions: those are
+    never stored. `session_id` / `turn_id` name where the span's trace landed (they move
+    when a later span of the trace names its conversation). `status_code` is OTLP's
+    (0 unset, 1 ok, 2 error).
+    """
+
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    parent_span_id = models.CharField(max_length=16, blank=True, default="")
+    name = models.CharField(max_length=255, blank=True, default="")
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    turn_id = models.CharField(max_length=255, blank=True, default="")
+    start_at = models.DateTimeField()
+    end_at = models.DateTimeField()
+    status_code = models.PositiveSmallIntegerField(default=0)
+    attributes = models.JSONField(default=dict, blank=True)
+    received_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            # A batch re-sent by an exporter's retry: each span is stored once.
+            models.UniqueConstraint(fields=["trace_id", "span_id"], name="otlp_span_unique"),
+        ]
+        indexes = [
+            # Rebuilding a turn: the spans of one trace in start order.
+            models.Index(fields=["trace_id", "start_at"], name="otlp_span_trace_idx"),
+            # The silent-turn sweep: the newest span of a turn.
+            models.Index(fields=["turn_id", "received_at"], name="otlp_span_turn_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"span {self.span_id} of trace {self.trace_id}"

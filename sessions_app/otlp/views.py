@@ -1,0 +1,139 @@
+"""``POST /v1/traces`` and ``POST /api/public/otel/v1/traces``: the OTLP/HTTP receiver.
+
+Answers follow the OTLP/HTTP specification (docs/otlp.md): 200 with an
+`ExportTraceServiceResponse` in the request's encoding (protobuf or JSON), carrying
+`partial_success` {rejected_spans, error_message} when some spans were refused; every
+4xx/5xx carries a `google.rpc.Status` {code, message} in the request's encoding: 400
+malformed, 401 no or bad key, 403 read-only key, 413 too large, 415 unknown content
+type or encoding, 429 over the key's rate (Retry-After), 503 when the database is busy
+(Retry-After). The Langfuse-compatible path also takes the key as the password of HTTP
+Basic auth, so exporters set up for Langfuse only change the host.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import OperationalError
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceResponse,
+)
+
+from sessions_app.api.keys import find_key
+from sessions_app.api.models import ApiKey
+from sessions_app.api.problems import problem_response
+from sessions_app.otlp.decode import JSON, PROTOBUF, BadBody, decode_request, decompress, spans_of
+from sessions_app.otlp.limits import take
+from sessions_app.otlp.writer import receive
+
+__all__ = ["receive_traces"]
+
+logger = logging.getLogger(__name__)
+
+_CODES = {
+    400: code_pb2.INVALID_ARGUMENT,
+    401: code_pb2.UNAUTHENTICATED,
+    403: code_pb2.PERMISSION_DENIED,
+    413: code_pb2.INVALID_ARGUMENT,
+    415: code_pb2.INVALID_ARGUMENT,
+    429: code_pb2.RESOURCE_EXHAUSTED,
+    503: code_pb2.UNAVAILABLE,
+}
+
+
+def _json_request(request: HttpRequest) -> bool:
+    return (request.content_type or "").lower() == JSON
+
+
+def _encoded(request: HttpRequest, message: Message, status: int) -> HttpResponse:
+    if _json_request(request):
+        body = json_format.MessageToJson(message, indent=None).encode()
+        return HttpResponse(body, status=status, content_type=JSON)
+    return HttpResponse(message.SerializeToString(), status=status, content_type=PROTOBUF)
+
+
+def refusal(
+    request: HttpRequest, status: int, message: str, retry_after: float = 0
+) -> HttpResponse:
+    """A 4xx/5xx answer: a `google.rpc.Status` in the request's encoding; for a body in
+    neither OTLP encoding, the API's problem+json (the caller is not an OTLP exporter)."""
+    if (request.content_type or "").lower() not in (JSON, PROTOBUF):
+        headers = {"Retry-After": str(int(retry_after))} if retry_after else None
+        return problem_response(request, status, "otlp-refused", message, headers=headers)
+    response = _encoded(
+        request,
+        status_pb2.Status(code=_CODES.get(status, code_pb2.UNKNOWN), message=message),
+        status,
+    )
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="agentops"'
+    if retry_after:
+        response["Retry-After"] = str(int(retry_after))
+    return response
+
+
+def _token(request: HttpRequest) -> str:
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        return value.strip()
+    if scheme.lower() == "basic" and request.path.startswith("/api/public/otel/"):
+        try:
+            decoded = base64.b64decode(value.strip(), validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return ""
+        return decoded.partition(":")[2].strip()
+    return ""
+
+
+@csrf_exempt
+@require_POST
+async def receive_traces(request: HttpRequest) -> HttpResponse:
+    """Receive one OTLP/HTTP export of spans (see the module docstring)."""
+    token = _token(request)
+    key: ApiKey | None = await sync_to_async(find_key)(token) if token else None
+    if key is None:
+        return refusal(request, 401, "send a valid, unrevoked API key as Authorization: Bearer")
+    if key.read_only:
+        return refusal(request, 403, f"key {key.prefix} is read-only: it cannot write")
+    limit = settings.AGENTOPS_API_MAX_BODY_BYTES
+    if len(request.body) > limit:
+        return refusal(
+            request, 413, f"the body has {len(request.body)} bytes; the limit is {limit}"
+        )
+    try:
+        body = decompress(
+            request.body,
+            request.headers.get("Content-Encoding", ""),
+            limit * settings.AGENTOPS_OTLP_INFLATE_FACTOR,
+        )
+        records, bad = spans_of(decode_request(body, request.content_type or ""))
+    except BadBody as refused:
+        return refusal(request, refused.status, refused.reason)
+    wait = take(key.pk, len(records))
+    if wait:
+        return refusal(
+            request, 429, f"key {key.prefix} is over its rate of spans", retry_after=wait
+        )
+    try:
+        done = await receive(records, key)
+    except OperationalError:
+        logger.warning("OTLP batch not stored: the database is busy", exc_info=True)
+        return refusal(request, 503, "the database is busy; retry", retry_after=1)
+    answer = ExportTraceServiceResponse()
+    rejected = done.rejected + bad
+    if rejected:
+        answer.partial_success.rejected_spans = rejected
+        answer.partial_success.error_message = (
+            done.reason or f"{bad} spans have ids of the wrong length"
+        )
+    return _encoded(request, answer, 200)

@@ -1,0 +1,229 @@
+"""The OTLP/HTTP receiver: real SDK spans as protobuf and JSON land as sessions, turns and
+events; retries, splits and reordering change nothing; bad requests write nothing."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from sessions_app import models
+from sessions_app.otlp.models import OtlpSpan
+from tests.otlp.agent_spans import (
+    SECRET_MESSAGE,
+    STATUS_TEXT,
+    conversation_spans,
+    json_body,
+    protobuf_body,
+)
+from tests.otlp.conftest import OtlpPoster
+
+
+def landed() -> list[Any]:
+    """Sessions, their turns and events, as comparable values (ids of turns cut to their
+    session part, event ids left out)."""
+    found = []
+    for session in models.Session.objects.order_by("id"):
+        turns = []
+        for turn in models.Turn.objects.filter(session=session).order_by("started_at"):
+            events = [
+                (
+                    e.role,
+                    e.text,
+                    [c["id"] for c in e.tool_calls],
+                    (e.tool_response or {}).get("tool_call_id", ""),
+                )
+                for e in models.Event.objects.filter(turn_id=turn.id).order_by("id")
+            ]
+            turns.append((turn.status, turn.reason, turn.failure_code, turn.failure_stage, events))
+        found.append((session.id, session.app_name, session.user_id, turns))
+    return found
+
+
+def database_text() -> str:
+    assert connection.vendor == "sqlite"
+    connection.ensure_connection()
+    return "\n".join(connection.connection.iterdump())
+
+
+def test_protobuf_conversation_lands_as_sessions_turns_and_events(poster: OtlpPoster) -> None:
+    response = poster.post(protobuf_body(conversation_spans()))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/x-protobuf"
+    answer = ExportTraceServiceResponse.FromString(response.content)
+    assert answer.partial_success.rejected_spans == 0
+
+    (conv1, app, user, turns), (conv2, _, _, running) = landed()
+    assert (conv1, app, user) == ("conv-1", "weather-agent", "ada")
+    assert conv2.startswith("otlp-")  # its root (naming conv-2) has not arrived: the trace's own
+    ok, failed = turns
+    assert ok == (
+        "completed", "", "", "",
+        [
+            ("user", "What is the weather in Paris?", [], ""),
+            ("assistant", "", ["call_1"], ""),
+            ("tool", "", [], "call_1"),
+            ("assistant", "It is sunny in Paris.", [], ""),
+        ],
+    )  # fmt: skip
+    status, reason, code, stage, events = failed
+    assert (status, reason, code, stage) == (
+        "failed",
+        "agent_error",
+        "openai.ratelimiterror",
+        "provider",
+    )
+    assert events == [("user", "Look up order 42", [], ""), ("assistant", "", ["call_d"], "")]
+    assert running[0][0] == "running"
+    assert [e[0] for e in running[0][4]] == ["user", "assistant", "tool"]
+
+    result = models.Event.objects.get(role="tool", tool_response__tool_call_id="call_1")
+    assert (result.tool_response or {})["result"] == '{"sky": "sunny"}'
+    usage = models.Event.objects.get(text="It is sunny in Paris.").usage or {}
+    assert usage["prompt_tokens"] == 20 and usage["details"]["model"] == "gpt-4o"
+    session = models.Session.objects.get(pk="conv-1")
+    assert session.cannot_resume or session.protocol_issue_count >= 1  # the dangling call
+    dump = database_text()
+    assert SECRET_MESSAGE not in dump and STATUS_TEXT not in dump
+
+
+def test_json_encoding_lands_the_same(poster: OtlpPoster, db: None) -> None:
+    spans = conversation_spans()
+    response = poster.post(json_body(spans), "application/json")
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == "application/json"
+    assert json.loads(response.content) == {}
+    via_json = landed()
+    models.Session.objects.all().delete()
+    OtlpSpan.objects.all().delete()
+    assert poster.post(protobuf_body(spans), gzipped=True).status_code == 200
+    assert landed() == via_json
+
+
+def test_resent_split_and_reordered_batches_land_once(poster: OtlpPoster) -> None:
+    spans = conversation_spans()
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    expected = landed()
+    events = models.Event.objects.count()
+    assert poster.post(protobuf_body(spans)).status_code == 200  # an exporter's retry
+    assert landed() == expected and models.Event.objects.count() == events
+    for seed in (1, 2, 3):
+        models.Session.objects.all().delete()
+        OtlpSpan.objects.all().delete()
+        shuffled = list(spans)
+        random.Random(seed).shuffle(shuffled)
+        for start in range(0, len(shuffled), 3):  # parents before or after children
+            assert poster.post(protobuf_body(shuffled[start : start + 3])).status_code == 200
+        assert landed() == expected, seed
+
+
+def test_without_content_calls_and_results_come_from_tool_spans(poster: OtlpPoster) -> None:
+    spans = conversation_spans()
+    for span in spans:  # as a framework with content capture off sends them
+        attributes = span._attributes
+        for name in (
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.tool.call.result",
+            "gen_ai.tool.call.arguments",
+        ):
+            attributes._dict.pop(name, None)  # type: ignore[union-attr]
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    ok = models.Turn.objects.filter(session_id="conv-1").order_by("started_at").first()
+    assert ok is not None and "message content was not captured" in ok.status_note
+    events = list(models.Event.objects.filter(turn_id=ok.id).order_by("id"))
+    assert [(e.role, [c["id"] for c in e.tool_calls]) for e in events] == [
+        ("assistant", ["call_1"]),
+        ("tool", []),
+    ]
+    assert (events[1].tool_response or {})["tool_call_id"] == "call_1"
+    assert models.Session.objects.get(pk="conv-1").state["otlp"] == {"content_captured": False}
+
+
+def _status(response: Any) -> str:
+    return str(status_pb2.Status.FromString(response.content).message)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status"),
+    [
+        (b"\xff\xff\xff not protobuf", "application/x-protobuf", 400),
+        (b"{not json", "application/json", 400),
+        (
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}',
+            "application/json",
+            400,
+        ),
+        (b"<xml/>", "text/xml", 415),
+    ],
+)
+def test_malformed_bodies_get_a_clear_4xx_and_write_nothing(
+    poster: OtlpPoster, body: bytes, content_type: str, status: int
+) -> None:
+    response = poster.post(body, content_type)
+    assert response.status_code == status
+    if content_type == "application/json":
+        reason = json.loads(response.content)["message"]
+    elif content_type == "text/xml":  # not an OTLP encoding: the API's problem+json
+        reason = response.json()["detail"]
+    else:
+        reason = _status(response)
+    assert reason and "Traceback" not in reason
+    assert not OtlpSpan.objects.exists() and not models.Session.objects.exists()
+
+
+def test_oversized_and_bomb_bodies_get_413(poster: OtlpPoster) -> None:
+    body = protobuf_body(conversation_spans())
+    with override_settings(AGENTOPS_API_MAX_BODY_BYTES=100):
+        assert poster.post(body).status_code == 413
+    with override_settings(
+        AGENTOPS_API_MAX_BODY_BYTES=len(body) - 1, AGENTOPS_OTLP_INFLATE_FACTOR=1
+    ):
+        response = poster.post(body, gzipped=True)
+    assert response.status_code == 413 and "decompressed" in _status(response)
+    assert not OtlpSpan.objects.exists()
+
+
+def test_keys_no_key_401_read_only_403_basic_on_the_langfuse_path(
+    poster: OtlpPoster, reader: OtlpPoster
+) -> None:
+    body = protobuf_body(conversation_spans())
+    assert OtlpPoster("").post(body).status_code == 401
+    assert OtlpPoster("ao_nope_nope").post(body).status_code == 401
+    assert reader.post(body).status_code == 403
+    assert not OtlpSpan.objects.exists()
+    basic = "Basic " + base64.b64encode(f"pk-anything:{poster.key}".encode()).decode()
+    assert poster.post(body, Authorization=basic).status_code == 401  # not on /v1/traces
+    response = poster.post(body, path="/api/public/otel/v1/traces", Authorization=basic)
+    assert response.status_code == 200
+    assert models.Session.objects.count() == 2
+
+
+def test_a_key_limited_to_other_apps_gets_partial_success(db: None) -> None:
+    from sessions_app.api.keys import create_key
+
+    limited = OtlpPoster(create_key("other-app", app_names=["billing"]).key)
+    spans = conversation_spans()
+    response = limited.post(protobuf_body(spans))
+    assert response.status_code == 200
+    answer = ExportTraceServiceResponse.FromString(response.content)
+    assert answer.partial_success.rejected_spans == len(spans)
+    assert "billing" not in answer.partial_success.error_message
+    assert "weather-agent" in answer.partial_success.error_message
+    assert not models.Session.objects.exists()
+
+
+def test_over_the_rate_gets_429_with_retry_after(poster: OtlpPoster) -> None:
+    body = protobuf_body(conversation_spans())
+    with override_settings(AGENTOPS_OTLP_SPANS_PER_SECOND=1, AGENTOPS_OTLP_BURST_SPANS=12):
+        assert poster.post(body).status_code == 200
+        response = poster.post(body)
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) >= 1
