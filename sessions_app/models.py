@@ -63,14 +63,11 @@ class SessionQuerySet(models.QuerySet["Session"]):
         )
 
     def search(self, text: str) -> SessionQuerySet:
-        """Sessions whose id, title, app, user or source path contains `text` (any case)."""
-        return self.filter(
-            Q(id__icontains=text)
-            | Q(title__icontains=text)
-            | Q(app_name__icontains=text)
-            | Q(user_id__icontains=text)
-            | Q(source_path__icontains=text)
-        )
+        """Sessions whose id, title, app, user or path contains `text`, or with an event
+        matching it in full text (`sessions_app.search.text.search_sessions`)."""
+        from sessions_app.search.text import search_sessions
+
+        return search_sessions(self, text)
 
     def with_latest_turn_status(self, status: str) -> SessionQuerySet:
         """Sessions whose latest turn (by start time, then id) has `status`."""
@@ -121,6 +118,8 @@ class Session(models.Model):
     # imported before its parent links as soon as the parent is there.
     parent_session_id = models.CharField(max_length=255, blank=True, default="")
     parent_call_id = models.CharField(max_length=255, blank=True, default="")
+    # The model the source names (the last one it used), "" when unknown; set by importers.
+    model = models.CharField(max_length=255, blank=True, default="", db_default="")
 
     objects = SessionQuerySet.as_manager()
 
@@ -141,6 +140,12 @@ class Session(models.Model):
                 "created_at",
                 name="session_parent_idx",
                 condition=~Q(parent_session_id=""),
+            ),
+            # Sessions list filter `?model=`.
+            models.Index(
+                fields=["model", "-updated_at"],
+                name="session_model_idx",
+                condition=~Q(model=""),
             ),
         ]
         permissions = [
