@@ -16,7 +16,8 @@ from django.db import migrations, models
 SQLITE_BODY = (
     "coalesce({r}.text, '') || ' ' || coalesce({r}.reasoning, '') || ' ' || "
     "coalesce((SELECT group_concat(json_extract(p.value, '$.text'), ' ') "
-    "FROM json_each(CASE WHEN json_valid({r}.parts) THEN {r}.parts ELSE '[]' END) p), '') || ' ' || "
+    "FROM json_each(CASE WHEN json_valid({r}.parts) THEN {r}.parts ELSE '[]' END) p), '')"
+    " || ' ' || "
     "coalesce({r}.tool_calls, '') || ' ' || coalesce({r}.tool_response, '')"
 )
 
@@ -46,7 +47,8 @@ SQLITE_BACKWARD = [
 ]
 
 PG_VECTOR = (
-    "to_tsvector('simple'::regconfig, coalesce(text, '') || ' ' || coalesce(reasoning, '') || ' ' || "
+    "to_tsvector('simple'::regconfig, "
+    "coalesce(text, '') || ' ' || coalesce(reasoning, '') || ' ' || "
     "coalesce(jsonb_path_query_array(parts, '$[*].text')::text, '') || ' ' || "
     "coalesce(tool_calls::text, '') || ' ' || coalesce(tool_response::text, ''))"
 )

@@ -17,10 +17,10 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BigIntegerField, Func, OuterRef, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.db.models.sql.compiler import SQLCompiler
-from django.db.backends.base.base import BaseDatabaseWrapper
 
 from sessions_app.models import Event, SessionQuerySet, TurnQuerySet
 
