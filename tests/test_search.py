@@ -9,7 +9,8 @@ from django.test import Client
 from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries
 
-from agentops.runtime.model import Content, Event as RuntimeEvent, Role
+from agentops.runtime.model import Content, Role
+from agentops.runtime.model import Event as RuntimeEvent
 from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTurn
 from sessions_app.ingest.writer import write_parsed_session
 from sessions_app.models import Event, Session

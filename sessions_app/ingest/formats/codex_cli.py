@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sessions_app.ingest.builder import SessionBuilder
+from sessions_app.ingest.model_name import model_named
 from sessions_app.ingest.normalise import (
     at_line,
     coerce_todos,
@@ -35,7 +36,6 @@ from sessions_app.ingest.normalise import (
     parse_iso,
     synthetic_time,
 )
-from sessions_app.ingest.model_name import model_named
 from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult
 from sessions_app.ingest.registry import JsonLinesFormat
 from sessions_app.models import Session
