@@ -151,3 +151,15 @@ class TokenTotals:
     def total(self) -> int:
         """Input plus output tokens."""
         return self.input + self.output
+
+
+def session_token_totals(session: Any) -> TokenTotals:
+    """One aggregate query: the token totals of `session`'s active events, priced for
+    its model (the session page's header)."""
+    sums = (
+        Event.objects.active()
+        .filter(session=session, usage__isnull=False)
+        .aggregate(**{name: Sum(expr) for name, expr in _token_expressions().items()})
+    )
+    values = (int(sums["input"] or 0), int(sums["output"] or 0), int(sums["cached"] or 0))
+    return TokenTotals(*values, cost=cost_of(session.model, *values))
