@@ -43,7 +43,7 @@ class JsonNumber(Func):
 
     def as_sqlite(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, list[Any]]:
+    ) -> tuple[str, Any]:
         sql, params = compiler.compile(self.source_expressions[0])
         at = "'$." + ".".join(self.path) + "'"
         value = f"json_extract({sql}, {at})"
@@ -55,7 +55,7 @@ class JsonNumber(Func):
 
     def as_postgresql(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, list[Any]]:
+    ) -> tuple[str, Any]:
         sql, params = compiler.compile(self.source_expressions[0])
         at = "'{" + ",".join(self.path) + "}'"
         template = (
