@@ -16,7 +16,8 @@ from django.db import migrations, models
 SQLITE_BODY = (
     "coalesce({r}.text, '') || ' ' || coalesce({r}.reasoning, '') || ' ' || "
     "coalesce((SELECT group_concat(json_extract(p.value, '$.text'), ' ') "
-    "FROM json_each(CASE WHEN json_valid({r}.parts) THEN {r}.parts ELSE '[]' END) p), '')"
+    "FROM json_each(CASE WHEN json_valid({r}.parts) AND json_type({r}.parts) = 'array' "
+    "THEN {r}.parts ELSE '[]' END) p WHERE p.type = 'object'), '')"
     " || ' ' || "
     "coalesce({r}.tool_calls, '') || ' ' || coalesce({r}.tool_response, '')"
 )
