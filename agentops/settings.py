@@ -8,6 +8,7 @@ start-up with `ImproperlyConfigured` naming the variable.
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -57,6 +58,38 @@ def envlist(name: str, default: list[str]) -> list[str]:
     if raw == "":
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def envprices(name: str) -> dict[str, dict[str, float]]:
+    """The variable as model prices: a JSON object `{model: {"input": $, "output": $,
+    "cached": $}}` in dollars per million tokens (`cached` optional); {} when unset.
+    Raises ImproperlyConfigured for anything else."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object of models")
+    prices: dict[str, dict[str, float]] = {}
+    for model, entry in value.items():
+        ok = isinstance(entry, dict) and {"input", "output"} <= entry.keys() <= {
+            "input",
+            "output",
+            "cached",
+        }
+        numbers = ok and all(
+            isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+            for v in entry.values()
+        )
+        if not numbers:
+            raise ImproperlyConfigured(
+                f"{name}[{model!r}] must be {{input, output, cached?}} with numbers >= 0"
+            )
+        prices[model] = {key: float(v) for key, v in entry.items()}
+    return prices
 
 
 DEBUG = envbool("DEBUG", False)
@@ -278,6 +311,8 @@ CONTENT_SECURITY_POLICY = {
 AGENTOPS_SESSIONS_PER_PAGE = envint("AGENTOPS_SESSIONS_PER_PAGE", 50)
 AGENTOPS_TURNS_PER_PAGE = envint("AGENTOPS_TURNS_PER_PAGE", 20)
 AGENTOPS_EVENTS_PER_TURN_PAGE = envint("AGENTOPS_EVENTS_PER_TURN_PAGE", 200)
+# Cost per model (sessions list, session header, triage): $ per million tokens.
+AGENTOPS_MODEL_PRICES = envprices("AGENTOPS_MODEL_PRICES")
 # Triage queue: a running turn with no new event for this long counts as stuck.
 AGENTOPS_STUCK_AFTER_SECONDS = envint("AGENTOPS_STUCK_AFTER_SECONDS", 600)
 # Run locks on SQLite (docs/runtime.md §2): one OS file lock per session in this directory

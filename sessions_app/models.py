@@ -63,14 +63,11 @@ class SessionQuerySet(models.QuerySet["Session"]):
         )
 
     def search(self, text: str) -> SessionQuerySet:
-        """Sessions whose id, title, app, user or source path contains `text` (any case)."""
-        return self.filter(
-            Q(id__icontains=text)
-            | Q(title__icontains=text)
-            | Q(app_name__icontains=text)
-            | Q(user_id__icontains=text)
-            | Q(source_path__icontains=text)
-        )
+        """Sessions whose id, title, app, user or path contains `text`, or with an event
+        matching it in full text (`sessions_app.search.text.search_sessions`)."""
+        from sessions_app.search.text import search_sessions
+
+        return search_sessions(self, text)
 
     def with_latest_turn_status(self, status: str) -> SessionQuerySet:
         """Sessions whose latest turn (by start time, then id) has `status`."""
@@ -121,6 +118,8 @@ class Session(models.Model):
     # imported before its parent links as soon as the parent is there.
     parent_session_id = models.CharField(max_length=255, blank=True, default="")
     parent_call_id = models.CharField(max_length=255, blank=True, default="")
+    # The model the source names (the last one it used), "" when unknown; set by importers.
+    model = models.CharField(max_length=255, blank=True, default="", db_default="")
 
     objects = SessionQuerySet.as_manager()
 
@@ -141,6 +140,12 @@ class Session(models.Model):
                 "created_at",
                 name="session_parent_idx",
                 condition=~Q(parent_session_id=""),
+            ),
+            # Sessions list filter `?model=`.
+            models.Index(
+                fields=["model", "-updated_at"],
+                name="session_model_idx",
+                condition=~Q(model=""),
             ),
         ]
         permissions = [
@@ -177,12 +182,14 @@ def format_duration(seconds: float) -> str:
 
 class TurnQuerySet(models.QuerySet["Turn"]):
     def triage_queue(self, stuck_before: datetime) -> TurnQuerySet:
-        """Turns that need a look: failed, interrupted, and stuck running turns.
+        """Turns that need a look: failed, interrupted and stuck running turns, and the
+        latest turn of a session that cannot resume when it completed ("blocks": its
+        unanswered call blocks the next run, docs/runtime.md §5).
 
         A running turn is stuck when its last event time (the newest `created_at` of its
         session's events with its `turn_id`, or `started_at` when it has none) is before
         `stuck_before` (aware UTC datetime: now minus AGENTOPS_STUCK_AFTER_SECONDS).
-        Adds `queue_status` (str): the turn's status, or "stuck" for a running turn.
+        Adds `queue_status` (str): the turn's status, "stuck" or "blocks".
         Written as NOT EXISTS (no event at or after the cutoff) so the filter can use
         `event_session_turn_idx` and no per-turn MAX is computed for the whole table.
         """
@@ -194,11 +201,17 @@ class TurnQuerySet(models.QuerySet["Turn"]):
             & ~Exists(events.filter(created_at__gte=stuck_before))
             & (Q(started_at__lt=stuck_before) | Exists(events))
         )
+        # A completed turn whose unanswered call blocks the session: its latest turn.
+        latest = Turn.objects.filter(session=OuterRef("session")).order_by("-started_at", "-id")
+        blocks = Q(status=Turn.Status.COMPLETED, session__cannot_resume=True) & Q(
+            pk=Subquery(latest.values("pk")[:1])
+        )
         return self.filter(
-            Q(status__in=[Turn.Status.FAILED, Turn.Status.INTERRUPTED]) | stuck
+            Q(status__in=[Turn.Status.FAILED, Turn.Status.INTERRUPTED]) | stuck | blocks
         ).annotate(
             queue_status=Case(
                 When(status=Turn.Status.RUNNING, then=Value("stuck")),
+                When(status=Turn.Status.COMPLETED, then=Value("blocks")),
                 default=F("status"),
                 output_field=models.CharField(),
             )

@@ -80,6 +80,7 @@ def build_export(session: Session) -> dict[str, Any]:
             "updated_at": _time(session.updated_at),
             "protocol_issue_count": session.protocol_issue_count,
             "cannot_resume": session.cannot_resume,
+            "model": session.model,
         },
         "turns": turns,
         "events": events,

@@ -186,6 +186,9 @@ class ExportSession(_Part):
     updated_at: IsoTime
     protocol_issue_count: StrictInt = Field(ge=0, description="derived; recomputed on import")
     cannot_resume: StrictBool = Field(description="derived; recomputed on import")
+    model: OmittableStr = Field(
+        default=None, description="the model the source named (absent or empty: unknown)"
+    )
 
 
 class ExportTurn(_Part):

@@ -124,6 +124,8 @@ class ParsedSession:
     # started it (`Session.parent_session_id`, `parent_call_id`).
     parent_session_id: str = ""
     parent_call_id: str = ""
+    # The model the source names ("" = take it from the events' raw records on write).
+    model: str = ""
     todo_changes: list[dict[str, Any]] = field(default_factory=list)
     tool_outcomes: list[dict[str, Any]] = field(default_factory=list)
 

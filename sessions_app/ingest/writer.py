@@ -12,6 +12,7 @@ from django.db import connection, models, transaction
 
 from agentops.runtime.model import Event as RuntimeEvent
 from agentops.runtime.session import Turn as RuntimeTurn
+from sessions_app.ingest.model_name import model_named
 from sessions_app.ingest.parsed import ParsedSession
 from sessions_app.ingest.redaction import redact_path
 from sessions_app.models import Event, Session, ToolOutcome, Turn
@@ -249,6 +250,7 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
             orphan_result_count=orphan_count(facts),
             parent_session_id=parsed.parent_session_id,
             parent_call_id=parsed.parent_call_id,
+            model=parsed.model or model_named(e.raw for e in reversed(parsed.events)),
         )
         sid = session.id
         insert_rows(

@@ -24,6 +24,7 @@ from sessions_app.live import views as live_views
 from sessions_app.models import Event, Session, Turn
 from sessions_app.pages import presenters
 from sessions_app.pages.rendering import pretty_json
+from sessions_app.search.numbers import session_token_totals
 
 
 def turns_with_event_counts(session: Session) -> QuerySet[Turn]:
@@ -78,6 +79,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
         "has_legacy": has_legacy,
         "state_json": pretty_json(session.state),
         "live": live_views.page_context(request, session),
+        "tokens": session_token_totals(session),
     }
     template = "sessions/detail.html"
     if request.htmx and request.htmx.target == "timeline":

@@ -2,81 +2,60 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from sessions_app.access import require_viewer
 from sessions_app.http import HtmxHttpRequest
-from sessions_app.models import Session, SessionQuerySet, Turn
+from sessions_app.models import Session
 from sessions_app.pages import presenters
-
-
-def filter_sessions(
-    sessions: SessionQuerySet, *, status: str, app: str, query: str, health: str
-) -> SessionQuerySet:
-    """`sessions` narrowed by the list's filters; an empty or unknown value filters nothing.
-
-    `status` is matched against the latest turn's status, `app` against the app name,
-    `query` searched in ids, titles, apps, users and source paths; `health` is
-    `cannot_resume` (the next run would be refused), `open_calls` (any unanswered call) or
-    `orphans` (any tool result that answers no call).
-    """
-    if status in TURN_STATUSES:
-        sessions = sessions.with_latest_turn_status(status)
-    if app:
-        sessions = sessions.filter(app_name=app)
-    if query:
-        sessions = sessions.search(query)
-    if health == "cannot_resume":
-        sessions = sessions.filter(cannot_resume=True)
-    elif health == "open_calls":
-        sessions = sessions.filter(protocol_issue_count__gt=0)
-    elif health == "orphans":
-        sessions = sessions.filter(orphan_result_count__gt=0)
-    return sessions
-
-
-#: The turn statuses a list may be filtered by, in the runtime's order.
-TURN_STATUSES = [status.value for status in Turn.Status]
+from sessions_app.search import ListFilters, SortError, TokenTotals, with_session_tokens
+from sessions_app.search.listing import SORTS, TURN_STATUSES
 
 
 @require_safe
 @vary_on_headers("HX-Request")
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    """GET /sessions/?status=&app=&health=&q=&page=: sessions, newest activity first.
+    """GET /sessions/?status=&app=&health=&q=&tool=&model=&from=&to=&sort=&page=.
 
-    `status` filters on the latest turn's status, `app` on the app name, `health` on
-    tool-protocol state (`cannot_resume`: the next run would be refused; `open_calls`: any
-    unanswered call), `q` searches ids, titles, apps, users and source paths. Filters live
-    in the URL (deep links work). An htmx request aimed at `#session-results` gets only
-    the `results` partial. Raises PermissionDenied (403) for a user without a dashboard
-    role.
+    Filters and sort are `sessions_app.search.ListFilters` (documented in
+    docs/interfaces.md); `q` also searches the events' text, tool names, arguments and
+    results. Each row shows token totals and, when the model has a price, their cost.
+    Filters live in the URL (deep links work). A malformed day or unknown sort gets a
+    one-line 400. An htmx request aimed at `#session-results` gets only the `results`
+    partial. Raises PermissionDenied (403) for a user without a dashboard role.
     """
     require_viewer(request)
-    status = request.GET.get("status", "")
-    app = request.GET.get("app", "")
-    query = request.GET.get("q", "").strip()
-    health = request.GET.get("health", "")
-    sessions = filter_sessions(
-        Session.objects.with_summary(), status=status, app=app, query=query, health=health
-    )
+    try:
+        filters = ListFilters.from_query(request.GET)
+    except SortError as exc:
+        return HttpResponseBadRequest(f"{exc}\n", content_type="text/plain; charset=utf-8")
+    sessions = filters.apply(with_session_tokens(Session.objects.with_summary()))
     page = Paginator(sessions, settings.AGENTOPS_SESSIONS_PER_PAGE).get_page(
         request.GET.get("page")
     )
-    context = {
+    rows = [(session, TokenTotals.of(session, session.model)) for session in page]
+    choices = Session.objects.order_by().values_list("app_name", "model").distinct()
+    pairs = list(choices)
+    context: dict[str, Any] = {
         "page": page,
-        "status": status,
-        "app": app,
-        "q": query,
-        "health": health,
+        "rows": rows,
+        "filters": filters,
+        "status": filters.status,
+        "app": filters.app,
+        "q": filters.query,
+        "health": filters.health,
         "statuses": TURN_STATUSES,
-        "apps": list(
-            Session.objects.order_by("app_name").values_list("app_name", flat=True).distinct()
-        ),
+        "apps": sorted({app for app, _ in pairs}),
+        "models": sorted({model for _, model in pairs if model}),
+        "sorts": {name: filters.sort_link(name) for name in SORTS},
+        "sort_query": presenters.query_without(request.GET, "page", "sort"),
         "filter_query": presenters.query_without(request.GET, "page"),
     }
     template = "sessions/list.html"

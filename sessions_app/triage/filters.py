@@ -21,8 +21,9 @@ NONE = "(none)"
 # URL parameter -> how the NONE value reads on the page.
 NONE_LABELS = {"code": "no code", "stage": "no stage", "reason": "no reason", "app": "no app"}
 
-STATUSES = ("failed", "interrupted", "stuck")
-"""The queue statuses: two terminal statuses of docs/runtime.md §2 plus the derived "stuck"."""
+STATUSES = ("failed", "interrupted", "stuck", "blocks")
+"""The queue statuses: two terminal statuses of docs/runtime.md §2, the derived "stuck",
+and "blocks" (a completed turn whose unanswered call blocks the session)."""
 
 # URL parameter -> (label, queryset lookup). Order = order of the facets on the page.
 DIMENSIONS: dict[str, tuple[str, str]] = {

@@ -8,6 +8,23 @@ from datetime import datetime
 from django.urls import NoReverseMatch, reverse
 
 from sessions_app.models import Turn
+from sessions_app.search.numbers import TokenTotals
+
+#: What each turn reason means, in plain words (docs/runtime.md §2, Step 3 and the
+#: outcome table of the runner).
+REASON_MEANINGS = {
+    "canceled": "stopped on purpose: someone pressed Stop, the run was cancelled, or the "
+    "transcript marks an interrupt",
+    "deadline_exceeded": "ran out of time: a timeout or deadline ended it",
+    "consumer_stopped": "whoever read the turn's events stopped reading before it finished",
+    "agent_error": "the agent raised an error",
+    "abandoned": "its worker died or went away mid-turn (recovered later, or the transcript "
+    "ends inside the turn)",
+}
+BLOCKS_MEANING = (
+    "completed, but a tool call it made has no result, so the session cannot resume until "
+    "the call's outcome is recorded"
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +63,25 @@ class QueueRow:
             return None
         elapsed = self.now - self.turn.last_event_at  # type: ignore[attr-defined]
         return int(elapsed.total_seconds() // 60)
+
+    @property
+    def meaning(self) -> str:
+        """The turn's reason (or "blocks the session") in plain words; "" when none."""
+        if self.turn.queue_status == "blocks":  # type: ignore[attr-defined]
+            return BLOCKS_MEANING
+        return REASON_MEANINGS.get(self.turn.reason, "")
+
+    @property
+    def note(self) -> str:
+        """The safe explanation recorded with the turn: the importer's `status_note` (e.g.
+        "interrupt marker at line 17"), "" when none. Notes are redacted when stored."""
+        return self.turn.status_note
+
+    @property
+    def tokens(self) -> TokenTotals:
+        """The turn's token totals (annotated by `with_turn_tokens`), priced for the
+        session's model."""
+        return TokenTotals.of(self.turn, self.turn.session.model)
 
     @property
     def duration(self) -> str:

@@ -17,6 +17,7 @@ from django_htmx.http import push_url
 from sessions_app.access import require_viewer
 from sessions_app.http import HtmxHttpRequest
 from sessions_app.models import Turn, stuck_before
+from sessions_app.search.numbers import with_turn_tokens
 from sessions_app.triage.chart import build_chart, chart_counts
 from sessions_app.triage.facets import build_facets, facet_combinations
 from sessions_app.triage.filters import Filters
@@ -53,6 +54,7 @@ def turn_queue(request: HtmxHttpRequest) -> HttpResponse:
         .with_timeline_index()
         .order_by("-started_at", "-id")
     )
+    rows = with_turn_tokens(rows)
     page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
     queue_url = reverse("turn_queue")
     context = {

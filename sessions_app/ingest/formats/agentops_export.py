@@ -104,6 +104,7 @@ def parse_agentops_export(path: Path, data: dict[str, Any]) -> ParseResult:
         updated_at=_when(head["updated_at"]),
         source_format=head["source_format"],
         source_path=head["source_path"],
+        model=head.get("model") or "",
         turns=turns,
         events=events,
     )

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sessions_app.ingest.builder import SessionBuilder
+from sessions_app.ingest.model_name import model_named
 from sessions_app.ingest.normalise import (
     at_line,
     coerce_todos,
@@ -190,19 +191,24 @@ def parse_codex_cli(path: Path, text: str) -> ParseResult:
 
     if not items:
         return ParseResult(sessions=[], problems=problems, empty_reason="no rollout record")
-    return ParseResult(
-        sessions=[
-            builder.build(
-                app_name="codex-cli",
-                user_id="",
-                title=first_line(first_prompt.split("## My request for Codex:")[-1]) or session_id,
-                state={},
-                source_format=Session.SourceFormat.CODEX_CLI,
-                created_at=parse_iso(meta.get("timestamp")),
-            )
-        ]
+    built = (
+        builder.build(
+            app_name="codex-cli",
+            user_id="",
+            title=first_line(first_prompt.split("## My request for Codex:")[-1]) or session_id,
+            state={},
+            source_format=Session.SourceFormat.CODEX_CLI,
+            created_at=parse_iso(meta.get("timestamp")),
+        )
         if builder.events
-        else [],
+        else None
+    )
+    if built is not None:  # turn_context records name the model; they are not events
+        built.model = model_named(
+            r for _n, _s, r, p in reversed(items) if r["type"] == "turn_context"
+        )
+    return ParseResult(
+        sessions=[built] if built is not None else [],
         problems=problems,
         empty_reason=(
             "no response_item record (Codex writes the conversation as response_items; "

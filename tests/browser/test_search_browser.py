@@ -1,0 +1,54 @@
+"""In a real browser: the list's search box finds text inside a message, a tool argument
+and a tool result; the session header shows the token total; times turn local."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import Page
+from pytest_django.live_server_helper import LiveServer
+
+from sessions_app.models import Event
+from tests.browser.conftest import sign_in
+from tests.factories import BASE, make_session
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_search_box_finds_message_argument_and_result_and_header_shows_tokens(
+    page: Page, live_server: LiveServer, operator_user: User, screenshot_dir: Path
+) -> None:
+    session = make_session("s-order", text="nothing here")
+    make_session("s-other", text="unrelated")
+    turn = session.turns.get()
+    common = {"session": session, "turn_id": turn.id, "created_at": BASE, "updated_at": BASE}
+    Event.objects.create(role="user", text="Where is order 88231?", **common)
+    Event.objects.create(
+        role="assistant",
+        tool_calls=[{"id": "c1", "name": "lookup_order", "arguments": {"carrier": "Zephyrco"}}],
+        usage={"prompt_tokens": 1200, "completion_tokens": 34, "total_tokens": 1234},
+        **common,
+    )
+    Event.objects.create(
+        role="tool",
+        tool_response={"tool_call_id": "c1", "name": "lookup_order", "result": "Quixotic"},
+        **common,
+    )
+    sign_in(page, live_server, operator_user.username, "pw-" + operator_user.username)
+    for word in ("88231", "Zephyrco", "Quixotic"):
+        page.fill("input[name=q]", "")
+        page.locator("input[name=q]").press_sequentially(word)  # keyup: htmx searches
+        page.wait_for_url(f"**/sessions/?*q={word}*")
+        page.wait_for_selector("#session-results >> text=1 session")
+        assert page.locator("#session-results tbody tr").count() == 1
+        assert page.locator("#session-results >> text=Session s-order").is_visible()
+    page.screenshot(path=str(screenshot_dir / "search-list.png"), full_page=True)
+
+    page.click("text=Session s-order")
+    total = page.locator("#session-tokens .token-total")
+    assert total.inner_text() == "1,234"
+    created = page.locator("time[data-local]").first
+    assert "UTC" in (created.get_attribute("title") or "")
+    page.screenshot(path=str(screenshot_dir / "session-tokens.png"))
