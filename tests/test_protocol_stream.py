@@ -5,7 +5,7 @@ runtime's `inspect_tool_protocol` / `inspect_orphan_results` give on the whole h
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from itertools import islice
+from itertools import islice, pairwise
 from typing import Any
 
 import pytest
@@ -70,7 +70,7 @@ def test_pieces_end_right_before_a_non_tool_event() -> None:
     steps = [("calls", "t1", ["a"]), ("tool", "t1", ["a"]), ("tool", "t1", ["b"])] * 3
     events = [_event(n, *step) for n, step in enumerate(steps)]
     chunks = list(protocol_chunks(_pages(events, 2)))
-    for chunk, following in zip(chunks, chunks[1:], strict=False):
+    for chunk, following in pairwise(chunks):
         assert following[0].content.role is not Role.TOOL
         assert chunk
 
