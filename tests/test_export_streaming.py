@@ -25,7 +25,7 @@ FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".json", ".jsonl"))[
 @pytest.fixture
 def fixed_now(monkeypatch: pytest.MonkeyPatch) -> None:
     moment = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
-    monkeypatch.setattr(build.timezone, "now", lambda: moment)
+    monkeypatch.setattr("django.utils.timezone.now", lambda: moment)
 
 
 @pytest.mark.parametrize("chunk_rows", [1, 3, 2000])

@@ -34,10 +34,14 @@ def _buffered(pieces: Iterator[str]) -> Iterator[bytes]:
     yield ("".join(buffer) + "\n").encode()
 
 
+def _next_chunk(chunks: Iterator[bytes]) -> bytes | None:
+    return next(chunks, None)
+
+
 async def _async_chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
     # Each step reads the database, so it runs in the sync thread (thread-sensitive).
-    step = sync_to_async(next)
-    while (chunk := await step(chunks, None)) is not None:
+    step = sync_to_async(_next_chunk)
+    while (chunk := await step(chunks)) is not None:
         yield chunk
 
 
