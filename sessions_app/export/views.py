@@ -12,6 +12,7 @@ from django.views.decorators.http import require_safe
 
 from sessions_app.access import get_session_for_user
 from sessions_app.export.build import export_text
+from sessions_app.models import Session
 
 # Text pieces are joined into writes of about this many characters.
 _WRITE_CHARS = 256 * 1024
@@ -45,18 +46,26 @@ async def _async_chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
         yield chunk
 
 
-@require_safe
-def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
-    """GET /sessions/<id>/export/: the `agentops.session-export/1` document as a download.
-
-    The body is streamed (`export.build.export_text`: turns and events read page by page),
-    so memory does not grow with the session; under ASGI the pages are read between
-    writes. 404 for a missing session or a user without a dashboard role
-    (`get_session_for_user`).
-    """
-    session = get_session_for_user(request, session_id)
+def export_response(
+    request: HttpRequest, session: Session, *, attachment: bool = True
+) -> StreamingHttpResponse:
+    """`session`'s export document as a streamed `application/json` response
+    (`export.build.export_text`: turns and events read page by page, so memory does not
+    grow with the session; under ASGI the pages are read between writes), as a download
+    (`Content-Disposition: attachment`) when `attachment`."""
     chunks = _buffered(export_text(session))
     content = _async_chunks(chunks) if isinstance(request, ASGIRequest) else chunks
     response = StreamingHttpResponse(content, content_type="application/json; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{export_filename(session.id)}"'
+    if attachment:
+        name = export_filename(session.id)
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
+
+
+@require_safe
+def session_export(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
+    """GET /sessions/<id>/export/: the `agentops.session-export/1` document as a streamed
+    download (`export_response`). 404 for a missing session or a user without a
+    dashboard role (`get_session_for_user`).
+    """
+    return export_response(request, get_session_for_user(request, session_id))

@@ -230,8 +230,9 @@ def import_file(
 
 
 def _import_file(path: Path, source_format: str, strict: bool, replace: bool) -> ImportReport:
-    content = path.read_bytes()
-    digest = hashlib.sha256(content).hexdigest()
+    with path.open("rb") as stream:
+        # Hashed as it is read: the bytes are not held beside the text the parser reads.
+        digest = hashlib.file_digest(stream, "sha256").hexdigest()
     previous = ImportedFile.objects.filter(sha256=digest).first()
     if previous is not None:
         return ImportReport(
