@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from agentops.runtime.model import Content, Event, Role, ToolCall, ToolResponse
 from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
 from sessions_app import models
+from sessions_app.pages import context as _context_page  # noqa: F401  (bound before patching)
 from sessions_app.store import stream
 from sessions_app.store.stream import inspect_stream, protocol_chunks
 
@@ -110,3 +111,43 @@ def test_protocol_page_reads_the_history_a_page_at_a_time(
     for n in range(30):
         assert (f"call-{n:02d}-x" in body) == (n % 7 == 0), n
     assert "nobody" in body and 'id="unreadable"' not in body
+
+
+def _session_of(events: int) -> str:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    sid = f"s{events}"
+    session = models.Session.objects.create(id=sid, created_at=now, updated_at=now)
+    models.Turn.objects.create(id=f"{sid}-t", session=session, status="completed", started_at=now)
+    models.Event.objects.bulk_create(
+        [
+            models.Event(session=session, turn_id=f"{sid}-t", role=role, text="x",
+                         created_at=now, updated_at=now)
+            for n in range(events // 2)
+            for role in ("user", "assistant")
+        ]
+    )  # fmt: skip
+    return sid
+
+
+@pytest.mark.django_db
+def test_context_and_protocol_page_queries_grow_only_by_one_per_page_of_events(
+    operator_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setattr(stream, "CHUNK_EVENTS", 10)
+    monkeypatch.setattr(
+        stream.active_event_pages, "__kwdefaults__", {"chunk": 10, "archived": False}
+    )
+    small, large = _session_of(8), _session_of(38)
+    operator_client.get(reverse("sessions:context", args=[small]))  # warm caches
+    for page in ("sessions:context", "sessions:protocol"):
+        counts = []
+        for sid in (small, large):
+            with CaptureQueriesContext(connection) as queries:
+                assert operator_client.get(reverse(page, args=[sid])).status_code == 200
+            counts.append(len(queries))
+        # 8 events: one page; 38 events: four pages of 10.
+        assert counts[1] - counts[0] == 3, (page, counts)
+        assert counts[0] <= 14, (page, counts)
