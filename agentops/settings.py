@@ -160,6 +160,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A write that cannot get the database lock in time: 503 + Retry-After, not a 500.
+    "agentops.db_busy.DatabaseBusyMiddleware",
     # Last, as django-axes asks: it turns a lockout raised during sign-in into a response.
     "axes.middleware.AxesMiddleware",
 ]

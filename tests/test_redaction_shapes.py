@@ -278,7 +278,7 @@ def _pages(client: Client, session_id: str) -> list[str]:
     for url in urls:
         response = client.get(url)
         assert response.status_code == 200, url
-        bodies.append(response.content.decode())
+        bodies.append(response.getvalue().decode())
     return bodies
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.http import HttpRequest
+from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Status
 
 from agentops.runtime.model import Event
@@ -32,7 +32,7 @@ from sessions_app.api.schemas import (
     Problem,
     SessionIn,
 )
-from sessions_app.export import build_export
+from sessions_app.export.views import export_response
 from sessions_app.outcomes import OutcomeRejectedError, record_tool_outcome
 from sessions_app.projector import explain_product_projection, load_outcomes, product_history
 from sessions_app.store import load_facts
@@ -186,9 +186,8 @@ async def record_outcome(
 
 
 @router.get("/sessions/{session_id}/export", response={200: dict[str, Any], **ERRORS})
-async def export_session(request: HttpRequest, session_id: str) -> dict[str, Any]:
+async def export_session(request: HttpRequest, session_id: str) -> StreamingHttpResponse:
     """The session as an ``agentops.session-export/1`` document
-    (docs/session-export.schema.json)."""
+    (docs/session-export.schema.json), streamed (`export.views.export_response`)."""
     session = await session_for_key(request, session_id)
-    document: dict[str, Any] = await sync_to_async(build_export)(session)
-    return document
+    return export_response(request, session, attachment=False)

@@ -30,7 +30,12 @@ from sessions_app.ingest.registry import DatabaseFormat, format_named, registere
 from sessions_app.ingest.replace import plan_replacement
 from sessions_app.ingest.subagents import link_subagents
 from sessions_app.ingest.summary import ImportReport, file_totals
-from sessions_app.ingest.writer import delete_sessions, stored_path, write_parsed_session
+from sessions_app.ingest.writer import (
+    delete_sessions,
+    prepare_parsed_session,
+    stored_path,
+    write_prepared_session,
+)
 from sessions_app.models import ImportedFile, Session
 
 ADK_DATABASE = Session.SourceFormat.ADK_DATABASE
@@ -214,7 +219,7 @@ def import_file(
     file, the runtime, the demo) refuses the file with `ImportRefusedError`, unless
     `replace` is set (`ingest.replace`). With `strict`, any problem refuses the file and
     nothing is written. Each session is stored with its resume status
-    (`protocol_issue_count`, `cannot_resume`; `writer.write_parsed_session`). Raises
+    (`protocol_issue_count`, `cannot_resume`; `writer.write_prepared_session`). Raises
     `UnknownFormatError` / `ImportRefusedError` / OSError as `parse_file` does.
     """
     # The collector stays off for the parse and the write; the parsed objects are freed
@@ -225,8 +230,9 @@ def import_file(
 
 
 def _import_file(path: Path, source_format: str, strict: bool, replace: bool) -> ImportReport:
-    content = path.read_bytes()
-    digest = hashlib.sha256(content).hexdigest()
+    with path.open("rb") as stream:
+        # Hashed as it is read: the bytes are not held beside the text the parser reads.
+        digest = hashlib.file_digest(stream, "sha256").hexdigest()
     previous = ImportedFile.objects.filter(sha256=digest).first()
     if previous is not None:
         return ImportReport(
@@ -282,13 +288,17 @@ def store_result(
         report.status = "refused"
         return report
     try:
+        # Adapt every row before the transaction: on SQLite the transaction holds the one
+        # write lock (BEGIN IMMEDIATE), which other writers wait for; inside it only the
+        # INSERTs run.
+        prepared = [prepare_parsed_session(parsed, str(path)) for parsed in result.sessions]
         with transaction.atomic():
             replacement = plan_replacement(path, result.sessions, replace)
             report.replaced = replacement.session_ids
             delete_sessions(report.replaced)
             ImportedFile.objects.filter(pk__in=replacement.stale_records).delete()
-            for parsed in result.sessions:
-                write_parsed_session(parsed, str(path))
+            for session in prepared:
+                write_prepared_session(session)
             link_subagents(ids)
             ImportedFile.objects.create(
                 sha256=digest,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, cast
 
@@ -100,19 +101,29 @@ def _converter(field: models.Field[Any, Any], last: list[Any]) -> Callable[[Any]
     return None
 
 
-def insert_rows(
+@dataclass(frozen=True, slots=True)
+class PreparedRows:
+    """An INSERT statement and its rows' parameters, adapted for the database
+    (`prepare_rows`), ready for `execute_rows`."""
+
+    sql: str
+    params: list[list[Any]]
+
+
+def prepare_rows(
     model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]
-) -> int:
-    """INSERT `rows` into `model`'s table with `executemany`; returns the number of rows.
+) -> PreparedRows:
+    """The INSERT of `rows` into `model`'s table, every value adapted (no query).
 
     `columns` names fields by attname; each row holds their values in that order. Fields
     not named get their default (`Field.get_default()`: the declared default, else
     None/"" as the ORM would insert); auto primary keys are left to the database, so ids
     follow the order of `rows`. The ORM's per-value compilation costs more than the
     database itself for large imports, so this skips it: JSON and datetime values go
-    through the backend adapters (`_converter`), other values are passed as they are. No
-    signals are sent and no validation is done (the parsers produce valid shapes). Runs on
-    the caller's connection and transaction. Raises KeyError for an unknown column name.
+    through the backend adapters (`_converter`), other values are passed as they are.
+    Adapting is most of an import's write cost, so importers do it before they take the
+    database's write lock (SQLite: one writer at a time). Raises KeyError for an unknown
+    column name.
     """
     by_name = {
         f.attname: f
@@ -146,10 +157,25 @@ def insert_rows(
         for index, convert in converters:
             values[index] = convert(values[index])
         params.append(values)
+    return PreparedRows(sql, params)
+
+
+def execute_rows(prepared: PreparedRows) -> int:
+    """Run a `prepare_rows` INSERT with `executemany` on the caller's connection and
+    transaction; returns the number of rows. No signals are sent, no validation done."""
+    params = prepared.params
     with connection.cursor() as cursor:
         for start in range(0, len(params), BATCH_SIZE * 10):
-            cursor.executemany(sql, params[start : start + BATCH_SIZE * 10])
+            cursor.executemany(prepared.sql, params[start : start + BATCH_SIZE * 10])
     return len(params)
+
+
+def insert_rows(
+    model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> int:
+    """INSERT `rows` into `model`'s table with `executemany` (`prepare_rows`, then
+    `execute_rows`); returns the number of rows."""
+    return execute_rows(prepare_rows(model, columns, rows))
 
 
 def delete_sessions(session_ids: list[str]) -> int:
@@ -218,42 +244,35 @@ def parsed_resume_status(parsed: ParsedSession) -> tuple[int, bool]:
     return resume_status(turns, events)
 
 
-def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
-    """Insert `parsed` (session, turns, events, todo list) with bulk inserts; return it.
+@dataclass(frozen=True, slots=True)
+class PreparedSession:
+    """A parsed session ready to write (`prepare_parsed_session`): its resume status and
+    its turn and event INSERTs, adapted; `write_prepared_session` writes it."""
 
-    Runs inside the caller's transaction (`transaction.atomic` is nested as a savepoint
-    when one is open), so an import of one file lands whole or not at all. The session
-    must not exist yet (callers delete a previous version first: `delete_sessions`);
-    raises `django.db.IntegrityError` otherwise. Event ids are assigned by the database in
-    list order, so id order is conversation order (docs/runtime.md §1). The `todos` state key is
-    never written: `TodoList`/`TodoItem` rows are the one source of truth (docs/runtime.md §7).
-    The session's resume status (`protocol_issue_count`, `cannot_resume`) is stored with
-    it: `parsed_resume_status`, or `refresh_resume_status` once recorded tool outcomes
-    (an agentops export) are written.
-    """
+    parsed: ParsedSession
+    source_path: str
+    issue_count: int
+    cannot_resume: bool
+    orphan_count: int
+    turns: PreparedRows
+    events: PreparedRows
+
+
+def prepare_parsed_session(parsed: ParsedSession, source_path: str) -> PreparedSession:
+    """Everything `write_parsed_session` computes before it writes: the resume status
+    (`parsed_resume_status` rules) and the adapted turn and event rows. No query, so an
+    importer runs it before it takes the write lock."""
     # Recorded outcomes change the status: those sessions are refreshed once written.
     turns, facts = parsed_facts(parsed)
     issue_count, cannot_resume = (0, False) if parsed.tool_outcomes else resume_status(turns, facts)
-    with transaction.atomic():
-        session = Session.objects.create(
-            id=parsed.id,
-            app_name=parsed.app_name,
-            user_id=parsed.user_id,
-            title=parsed.title,
-            state={k: v for k, v in parsed.state.items() if k != "todos"},
-            source_format=parsed.source_format,
-            source_path=stored_source_path(parsed, source_path),
-            created_at=parsed.created_at,
-            updated_at=parsed.updated_at,
-            protocol_issue_count=issue_count,
-            cannot_resume=cannot_resume,
-            orphan_result_count=orphan_count(facts),
-            parent_session_id=parsed.parent_session_id,
-            parent_call_id=parsed.parent_call_id,
-            model=parsed.model or model_named(e.raw for e in reversed(parsed.events)),
-        )
-        sid = session.id
-        insert_rows(
+    sid = parsed.id
+    return PreparedSession(
+        parsed=parsed,
+        source_path=source_path,
+        issue_count=issue_count,
+        cannot_resume=cannot_resume,
+        orphan_count=orphan_count(facts),
+        turns=prepare_rows(
             Turn,
             TURN_COLUMNS,  # each row's values in this (declaration) order
             (
@@ -271,8 +290,8 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
                 )
                 for t in parsed.turns
             ),
-        )
-        insert_rows(
+        ),
+        events=prepare_rows(
             Event,
             EVENT_INSERT_COLUMNS,  # each row's values in this (declaration) order
             (
@@ -300,7 +319,53 @@ def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
                 )
                 for e in parsed.events
             ),
+        ),
+    )
+
+
+def write_parsed_session(parsed: ParsedSession, source_path: str) -> Session:
+    """Insert `parsed` (session, turns, events, todo list) with bulk inserts; return it.
+
+    `prepare_parsed_session`, then `write_prepared_session` (see both).
+    """
+    return write_prepared_session(prepare_parsed_session(parsed, source_path))
+
+
+def write_prepared_session(prepared: PreparedSession) -> Session:
+    """Insert a prepared session (session, turns, events, todo list); return it.
+
+    Runs inside the caller's transaction (`transaction.atomic` is nested as a savepoint
+    when one is open), so an import of one file lands whole or not at all. The session
+    must not exist yet (callers delete a previous version first: `delete_sessions`);
+    raises `django.db.IntegrityError` otherwise. Event ids are assigned by the database in
+    list order, so id order is conversation order (docs/runtime.md §1). The `todos` state key is
+    never written: `TodoList`/`TodoItem` rows are the one source of truth (docs/runtime.md §7).
+    The session's resume status (`protocol_issue_count`, `cannot_resume`) is stored with
+    it: `parsed_resume_status`, or `refresh_resume_status` once recorded tool outcomes
+    (an agentops export) are written.
+    """
+    parsed = prepared.parsed
+    with transaction.atomic():
+        session = Session.objects.create(
+            id=parsed.id,
+            app_name=parsed.app_name,
+            user_id=parsed.user_id,
+            title=parsed.title,
+            state={k: v for k, v in parsed.state.items() if k != "todos"},
+            source_format=parsed.source_format,
+            source_path=stored_source_path(parsed, prepared.source_path),
+            created_at=parsed.created_at,
+            updated_at=parsed.updated_at,
+            protocol_issue_count=prepared.issue_count,
+            cannot_resume=prepared.cannot_resume,
+            orphan_result_count=prepared.orphan_count,
+            parent_session_id=parsed.parent_session_id,
+            parent_call_id=parsed.parent_call_id,
+            model=parsed.model or model_named(e.raw for e in reversed(parsed.events)),
         )
+        sid = session.id
+        execute_rows(prepared.turns)
+        execute_rows(prepared.events)
         event_ids, user_ids = (
             _exported_ids(parsed, session)
             if parsed.todo_changes or parsed.tool_outcomes

@@ -4,16 +4,20 @@ sent, and why each stored event is in it or not."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from agentops.runtime.model import Role
 from sessions_app.access import get_session_for_user
+from sessions_app.models import Event
 from sessions_app.pages import presenters
-from sessions_app.pages.context_rows import compaction_facts, context_rows
-from sessions_app.projector import explain_product_projection
-from sessions_app.store import UnreadableRowError, load_archived_events, load_facts
+from sessions_app.pages.context_rows import compaction_facts
+from sessions_app.pages.context_stream import stream_context
+from sessions_app.projector import load_outcomes
+from sessions_app.store import UnreadableRowError
+from sessions_app.store.resume import load_turns
+from sessions_app.store.stream import active_event_pages, live_start_id
 
 
 @require_safe
@@ -26,36 +30,57 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     kept, dropped (running turn), cut (unsafe suffix after an unanswered call),
     compacted (summarised, not sent) or abandoned (a rewound branch, not sent), the
     status notices and recorded outcomes in place, orphan results marked, or the
-    unknown-execution error. A stored row that is not a runtime value is shown raw
-    instead. Raises Http404 for a session the user may not see.
+    unknown-execution error. The events are read a page at a time and only the page of
+    rows shown is built (`context_stream.stream_context`), so memory does not grow with
+    the session. A stored row that is not a runtime value is shown raw instead. Raises
+    Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
     try:
-        turns, events = load_facts(session.id)
+        streamed = stream_context(
+            {turn.id: turn for turn in load_turns(session.id)},
+            (e for page in active_event_pages(session.id) for e in page),
+            (e for page in active_event_pages(session.id, archived=True) for e in page),
+            load_outcomes(session.id),
+            live_start=live_start_id(session.id) or 0,
+            per_page=settings.AGENTOPS_EVENTS_PER_TURN_PAGE,
+            page=request.GET.get("page"),
+        )
     except UnreadableRowError as error:
         context = {"session": session, **presenters.unreadable(error)}
         return render(request, "sessions/context.html", context)
-    product = explain_product_projection(session.id, turns, events)
-    explanation = product.explanation
-    rows = context_rows(product, load_archived_events(session.id))
-    # Only one page of rows is rendered; by default the last one, which ends where the
-    # new user message would follow.
-    paginator = Paginator(rows, settings.AGENTOPS_EVENTS_PER_TURN_PAGE)
-    page = paginator.get_page(request.GET.get("page") or paginator.num_pages)
+    explanation = streamed.explanation
+    pending = Event.objects.filter(session_id=session.id, role=Role.ASSISTANT.value)
+    awaiting_user = frozenset(
+        call
+        for ids in pending.values_list("pending_call_ids", flat=True).iterator(chunk_size=2000)
+        for call in ids
+    )
+    compaction = streamed.compaction
+    raw = (
+        Event.objects.filter(pk=compaction.id).values_list("raw", flat=True).first()
+        if compaction is not None
+        else None
+    )
     awaiting = [
         call
         for issue in explanation.issues
         for call in issue.tool_calls
-        if call.id in product.awaiting_user
+        if call.id in awaiting_user
     ]
     context = {
         "session": session,
         "explanation": explanation,
-        "product": product,
-        "page": page,
-        "entries": list(page),
+        "product": {
+            "compaction": compaction,
+            "compacted": streamed.compacted,
+            "orphans": streamed.orphans,
+            "awaiting_user": awaiting_user,
+        },
+        "page": streamed.page,
+        "entries": list(streamed.page),
         "error": explanation.error,
         "awaiting": awaiting,
-        "compaction": compaction_facts(product.compaction_raw),
+        "compaction": compaction_facts(raw),
     }
     return render(request, "sessions/context.html", context)

@@ -36,11 +36,18 @@ def compaction_facts(raw: Any) -> dict[str, Any]:
     return facts if isinstance(facts, dict) else {}
 
 
-def context_rows(product: ProductExplanation, abandoned: Sequence[Event]) -> list[ContextRow]:
+def context_rows(
+    product: ProductExplanation, abandoned: Sequence[Event], *, compacted_count: int | None = None
+) -> list[ContextRow]:
     """Every row of the page in conversation order: the compacted events (greyed), then
     the runtime's explanation of the live history, with the stored events of abandoned
-    branches and the state-only events (never sent) placed by id among them."""
+    branches and the state-only events (never sent) placed by id among them.
+    `compacted_count` (default: `len(product.compacted)`) is the number of compacted
+    events the compaction summary names, for a piece of the page built alone
+    (`context_stream`)."""
     rows: list[ContextRow] = []
+    if compacted_count is None:
+        compacted_count = len(product.compacted)
     compaction_id = product.compaction.id if product.compaction else 0
     for event in product.compacted:
         rows.append(
@@ -62,7 +69,7 @@ def context_rows(product: ProductExplanation, abandoned: Sequence[Event]) -> lis
             label = "recorded tool outcome (not stored; closes the call)"
         elif event.author == COMPACTION_AUTHOR and entry.kind is EntryKind.KEPT:
             label = (
-                f"compaction summary: the agent resumes from here ({len(product.compacted)} "
+                f"compaction summary: the agent resumes from here ({compacted_count} "
                 "earlier events were summarised)"
             )
         orphan = event.id in orphan_ids

@@ -10,14 +10,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
+from agentops.runtime.protocol import ToolProtocolIssue
 from sessions_app.access import get_session_for_user
-from sessions_app.models import Event, ToolOutcome
+from sessions_app.models import Event, ToolOutcome, Turn
 from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
 from sessions_app.pages import presenters
-from sessions_app.projector import live_history, load_outcomes
+from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
-from sessions_app.store import UnreadableRowError, load_facts
+from sessions_app.store import UnreadableRowError, turn_from_row
+from sessions_app.store.stream import live_protocol_pass
 
 
 @require_safe
@@ -28,18 +29,22 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
     Each issue is an assistant event whose calls have no result (docs/runtime.md §5), with
     its turn's status; calls the source marks as waiting for a person are labelled
     *awaiting the user*. Orphan results (tool results that answer no call) are listed
-    beside them. A stored row that is not a runtime value is shown raw instead. Raises
-    Http404 for a session the user may not see.
+    beside them. A stored row that is not a runtime value is shown raw instead. The
+    history is read a page at a time (`store.stream.live_protocol_pass`), so memory does
+    not grow with the session. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
     try:
-        turns, stored = load_facts(session.id)
+        # One pass over the history, a page of events at a time: only issues are kept.
+        found, compacted = live_protocol_pass(session.id)
+        issues = found.issues
+        turn_by_id = {
+            row.id: turn_from_row(row)
+            for row in Turn.objects.filter(session_id=session.id, pk__in=_turn_ids(issues))
+        }
     except UnreadableRowError as error:
         context = {"session": session, **presenters.unreadable(error)}
         return render(request, "sessions/protocol.html", context)
-    events = live_history(stored)
-    issues = inspect_tool_protocol(events)
-    turn_by_id = {turn.id: turn for turn in turns}
     pending = dict(
         Event.objects.filter(pk__in=[issue.event_id for issue in issues]).values_list(
             "id", "pending_call_ids"
@@ -55,14 +60,18 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
             for issue in issues
         ],
         "orphans": [
-            (orphan, presenters.runtime_event(events[orphan.position]))
-            for orphan in inspect_orphan_results(events)
+            (orphan, presenters.runtime_event(found.orphan_events[orphan.position]))
+            for orphan in found.orphans
         ],
-        "compacted": len(stored) - len(events),
+        "compacted": compacted,
         "can_record": can_record_outcomes(request.user),
         "outcome_choices": ToolOutcome.Outcome.choices,
     }
     return render(request, "sessions/protocol.html", context)
+
+
+def _turn_ids(issues: list[ToolProtocolIssue]) -> list[str]:
+    return sorted({issue.turn_id for issue in issues if issue.turn_id})
 
 
 @require_POST

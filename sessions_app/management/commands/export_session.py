@@ -6,14 +6,13 @@ to standard output; `import_sessions FILE` reads it back.
 
 from __future__ import annotations
 
-import json
 from argparse import ArgumentParser
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.export import build_export
+from sessions_app.export.build import export_text
 from sessions_app.models import Session
 
 
@@ -29,9 +28,12 @@ class Command(BaseCommand):
             session = Session.objects.get(pk=options["session_id"])
         except Session.DoesNotExist:
             raise CommandError(f"no session {options['session_id']!r}", returncode=2) from None
-        body = json.dumps(build_export(session), ensure_ascii=False, indent=1)
         if options["output"]:
-            Path(options["output"]).write_text(body + "\n", encoding="utf-8")
+            with Path(options["output"]).open("w", encoding="utf-8") as out:
+                out.writelines(export_text(session))
+                out.write("\n")
             self.stderr.write(f"{options['output']}: session {session.id}")
         else:
-            self.stdout.write(body)
+            for piece in export_text(session):
+                self.stdout.write(piece, ending="")
+            self.stdout.write("")

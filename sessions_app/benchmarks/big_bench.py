@@ -1,0 +1,132 @@
+"""`bench big`: server memory and response times on a 1,000,000-event session, over HTTP.
+
+A child process (`children.big_child`) migrates a scratch SQLite file (never the dev
+database) and stores one session of `events` events (completed turns of 20: a prompt,
+nine tool calls with their results, an answer) with the import writer's `executemany`.
+Then daphne serves that database in a subprocess, and the session page, the
+next-context page (its default, last page), the tool-protocol page and the export are
+requested one after the other over real HTTP as a signed-in operator. For each:
+time to the first body byte and to the last (ms), bytes, and the server's peak resident
+memory above idle (MB; `/proc/<pid>/status` VmHWM, reset before each request through
+`/proc/<pid>/clear_refs`). Targets: under 300 MB above idle, first byte under 1 s.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sessions_app.benchmarks import Figures, register, run_django_child
+from sessions_app.benchmarks.children import big_child
+
+PAGES = {
+    "session_page": "/sessions/{sid}/",
+    "context_page": "/sessions/{sid}/context/",
+    "protocol_page": "/sessions/{sid}/protocol/",
+    "export": "/sessions/{sid}/export/",
+}
+
+
+def _memory_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} for process {pid}")
+
+
+def _reset_peak(pid: int) -> None:
+    # Writing 5 resets VmHWM to the current resident size (Linux >= 4.0).
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _wait_for(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"daphne exited: {log.read_text()[-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("daphne did not start within 60 s")
+
+
+def _request(port: int, path: str, cookie: str) -> dict[str, Any]:
+    """GET `path`; read the body in 64 KiB pieces, keeping none of it."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+    started = time.perf_counter()
+    connection.request("GET", path, headers={"Cookie": cookie})
+    response = connection.getresponse()
+    first = response.read1(65536)
+    first_byte = time.perf_counter()
+    size = len(first)
+    while chunk := response.read1(65536):
+        size += len(chunk)
+    done = time.perf_counter()
+    connection.close()
+    return {
+        "status": response.status,
+        "first_byte_ms": round((first_byte - started) * 1000, 1),
+        "total_ms": round((done - started) * 1000, 1),
+        "bytes": size,
+    }
+
+
+@register("big")
+def bench_big(events: int = 1_000_000, **_: Any) -> Figures:
+    """Serve one generated `events`-event session and measure its pages (module docstring).
+
+    Returns events, turns, build_s, idle_rss_mb and per page `<page>_status`,
+    `<page>_first_byte_ms`, `<page>_total_ms`, `<page>_bytes` and `<page>_rss_above_idle_mb`.
+    Raises RuntimeError when the child or the server fails.
+    """
+    with tempfile.TemporaryDirectory(prefix="agentops-bench-big-") as tmp:
+        db = Path(tmp) / "big.sqlite3"
+        built = run_django_child(big_child.__name__, [str(int(events))], db)
+        cookie = built.pop("cookie")
+        port = _free_port()
+        log = Path(tmp) / "daphne.log"
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{db}",
+            "DJANGO_SETTINGS_MODULE": "agentops.settings",
+            "AGENTOPS_LIVE_DEMO": "false",
+            "REDIS_URL": "",
+        }
+        argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+        with log.open("wb") as out:
+            server = subprocess.Popen(
+                [*argv, "agentops.asgi:application"], env=env, stdout=out, stderr=out
+            )
+        try:
+            _wait_for(port, server, log)
+            # One small request first, so idle includes a loaded Django.
+            _request(port, "/sessions/", cookie)
+            idle = _memory_kb(server.pid, "VmRSS")
+            figures: Figures = {**built, "idle_rss_mb": round(idle / 1024, 1)}
+            for name, path in PAGES.items():
+                _reset_peak(server.pid)
+                result = _request(port, path.format(sid=built["session_id"]), cookie)
+                peak = _memory_kb(server.pid, "VmHWM")
+                for key, value in result.items():
+                    figures[f"{name}_{key}"] = value
+                figures[f"{name}_rss_above_idle_mb"] = round((peak - idle) / 1024, 1)
+            return figures
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
