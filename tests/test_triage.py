@@ -12,8 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries, Settings
 
-from sessions_app.models import Event, Session, Turn, format_duration
+from sessions_app.models import Event, Session, Turn
 from sessions_app.triage import CHART_DAYS, NONE, build_chart
+from sessions_app.values import format_duration
 from tests.factories import make_session
 
 if TYPE_CHECKING:

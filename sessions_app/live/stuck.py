@@ -8,7 +8,7 @@ That happens when a server process starts serving (`recover_on_first_call`), whe
 session page loads, before a turn starts from the page, and on *Stop* (`stop_turns`).
 
 A turn is *stuck* when its owner is alive but silent: running, and neither begun nor
-stored an event within AGENTOPS_STUCK_AFTER_SECONDS (`models.stuck_before`, the rule
+stored an event within AGENTOPS_STUCK_AFTER_SECONDS (`values.stuck_before`, the rule
 /turns/ uses too). A stuck turn does not block new turns from the page.
 """
 
@@ -29,6 +29,7 @@ from sessions_app import models
 from sessions_app.live.broadcast import LiveSessionService
 from sessions_app.live.runs import owned_turn_ids, request_stop
 from sessions_app.store.owner import gone_running_turns
+from sessions_app.values import stuck_before
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def active_turn_id(session_id: str) -> str:
     turn = (
         models.Turn.objects.filter(session_id=session_id, status=models.Turn.Status.RUNNING)  # type: ignore[misc]
         .with_last_event_at()
-        .filter(last_event_at__gte=models.stuck_before())
+        .filter(last_event_at__gte=stuck_before())
         .order_by("-started_at")
         .values_list("id", flat=True)
         .first()
@@ -64,7 +65,7 @@ def stuck_turn_ids(session_id: str, turn_id: str = "") -> list[str]:
     turns = models.Turn.objects.filter(session_id=session_id, status=models.Turn.Status.RUNNING)
     if turn_id:
         turns = turns.filter(pk=turn_id)
-    stuck = turns.with_last_event_at().filter(last_event_at__lt=models.stuck_before())  # type: ignore[misc]
+    stuck = turns.with_last_event_at().filter(last_event_at__lt=stuck_before())  # type: ignore[misc]
     return list(stuck.values_list("id", flat=True))
 
 

@@ -16,12 +16,13 @@ from django_htmx.http import push_url
 
 from sessions_app.access import require_viewer
 from sessions_app.http import HtmxHttpRequest
-from sessions_app.models import Turn, stuck_before
+from sessions_app.models import Turn
 from sessions_app.search.numbers import with_turn_tokens
 from sessions_app.triage.chart import build_chart, chart_counts
 from sessions_app.triage.facets import build_facets, facet_combinations
 from sessions_app.triage.filters import Filters
 from sessions_app.triage.rows import QueueRow
+from sessions_app.values import stuck_before
 
 PER_PAGE = 50
 """Rows per page of the queue."""
