@@ -8,11 +8,13 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
 from sessions_app.access import get_session_for_user
-from sessions_app.models import Event, ToolOutcome
+from sessions_app.live.runs import agent_may_run
+from sessions_app.models import Event, Session, ToolOutcome
 from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
 from sessions_app.pages import presenters
 from sessions_app.projector import live_history, load_outcomes
@@ -69,20 +71,23 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
 def tool_outcome_create(request: HttpRequest, session_id: str) -> HttpResponse:
     """POST /sessions/<id>/protocol/outcomes/: record the outcome of an unanswered call.
 
-    Form fields: event_id, call_id, outcome (did_not_run | ran), result (JSON or text, for
-    "ran"), reason. Admins only (403 otherwise); a rejected outcome shows its reason as an
-    error message. Redirects back to the protocol page (post/redirect/get).
+    Form fields: event_id, call_id, outcome (did_not_run | ran, or approved | rejected for
+    a call awaiting a person), result (JSON or text, for "ran"), reason, return_to
+    ("timeline": back to the call on the session page). Admins only (403 otherwise); a
+    refused outcome shows its reason as an error message. Redirects back to the protocol
+    page or the session page (post/redirect/get).
     """
     session = get_session_for_user(request, session_id)
     if not can_record_outcomes(request.user):
         raise PermissionDenied("Only admins may record tool outcomes.")
     event_id = request.POST.get("event_id", "")
+    outcome = request.POST.get("outcome", "")
     try:
         record_tool_outcome(
             session,
             event_id=int(event_id) if event_id.isdigit() else -1,
             call_id=request.POST.get("call_id", ""),
-            outcome=request.POST.get("outcome", ""),
+            outcome=outcome,
             result=parse_result(request.POST.get("result", "")),
             reason=request.POST.get("reason", ""),
             user=request.user,  # type: ignore[arg-type]
@@ -90,5 +95,19 @@ def tool_outcome_create(request: HttpRequest, session_id: str) -> HttpResponse:
     except OutcomeRejectedError as error:
         messages.error(request, f"Not recorded: {error}.")
     else:
-        messages.success(request, "Outcome recorded. The next turn's context includes it.")
+        messages.success(request, outcome_message(session, outcome))
+    if request.POST.get("return_to") == "timeline":
+        anchor = f"#event-{event_id}" if event_id.isdigit() else ""
+        return redirect(reverse("sessions:detail", args=[session.id]) + anchor)
     return redirect("sessions:protocol", session_id=session.id)
+
+
+def outcome_message(session: Session, outcome: str) -> str:
+    """What the page says after `outcome` was recorded for a call of `session`."""
+    what = {"approved": "Approved", "rejected": "Rejected"}.get(outcome, "Outcome recorded")
+    follow = (
+        " Send the agent the next message to continue the session."
+        if agent_may_run(session)
+        else ""
+    )
+    return f"{what}. The next turn's context carries it.{follow}"
