@@ -11,7 +11,7 @@ from django.views.decorators.http import require_safe
 
 from sessions_app.access import get_session_for_user
 from sessions_app.pages import presenters
-from sessions_app.pages.context_rows import compaction_facts, context_rows
+from sessions_app.pages.context_rows import TOKENIZER, compaction_facts, context_rows
 from sessions_app.projector import explain_product_projection
 from sessions_app.store import UnreadableRowError, load_archived_events, load_facts
 
@@ -26,8 +26,9 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     kept, dropped (running turn), cut (unsafe suffix after an unanswered call),
     compacted (summarised, not sent) or abandoned (a rewound branch, not sent), the
     status notices and recorded outcomes in place, orphan results marked, or the
-    unknown-execution error. A stored row that is not a runtime value is shown raw
-    instead. Raises Http404 for a session the user may not see.
+    unknown-execution error (then no row says it would be sent), a token estimate per row
+    and in total, and the rows new since the latest turn started. A stored row that is not
+    a runtime value is shown raw instead. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
     try:
@@ -37,7 +38,8 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
         return render(request, "sessions/context.html", context)
     product = explain_product_projection(session.id, turns, events)
     explanation = product.explanation
-    rows = context_rows(product, load_archived_events(session.id))
+    latest = max(turns, key=lambda turn: (turn.started_at, turn.id), default=None)
+    rows = context_rows(product, load_archived_events(session.id), latest.id if latest else "")
     # Only one page of rows is rendered; by default the last one, which ends where the
     # new user message would follow.
     paginator = Paginator(rows, settings.AGENTOPS_EVENTS_PER_TURN_PAGE)
@@ -57,5 +59,9 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
         "error": explanation.error,
         "awaiting": awaiting,
         "compaction": compaction_facts(product.compaction_raw),
+        "tokenizer": TOKENIZER,
+        "total_tokens": sum(row.tokens for row in rows if row.context_index is not None),
+        "latest_turn": latest,
+        "new_count": sum(1 for row in rows if row.new),
     }
     return render(request, "sessions/context.html", context)

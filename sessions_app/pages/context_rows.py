@@ -1,6 +1,12 @@
 """The rows of the next-context page: the product projection (`sessions_app.projector`)
 with the compacted part, the abandoned branch and orphan results marked (presentation
-only; the rules are the runtime's and the projector's)."""
+only; the rules are the runtime's and the projector's).
+
+Each row carries a token estimate (`TOKENIZER`: no tokenizer is installed, so it is the
+documented heuristic of about four characters per token of the event's JSON content) and
+whether it is new since the latest turn started (what the previous turn was not sent).
+When the projection fails, no row would be sent: the run refuses the history.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,22 @@ from agentops.runtime.model import Event
 from agentops.runtime.projection import EntryKind
 from sessions_app.pages.presenters import RuntimeEventView, runtime_event
 from sessions_app.projector import COMPACTION_AUTHOR, OUTCOME_AUTHOR, ProductExplanation
+
+#: How token counts are estimated (named on the page).
+TOKENIZER = "≈ characters ÷ 4 (no tokenizer installed)"
+#: What the page shows for each kind of row (the kind itself is the CSS class).
+VERDICTS = {
+    "kept": "sent",
+    "notice": "note added",
+    "dropped": "not sent",
+    "cut": "left out",
+    "compacted": "summarised",
+    "state": "not sent",
+    "abandoned": "not sent",
+    "refused": "would not be sent",
+}
+#: The label of every row when the projection fails.
+REFUSED_LABEL = "would not be sent: the run refuses this history"
 
 #: The label of an orphan result, wherever it is shown.
 ORPHAN_LABEL = "orphan result: answers no tool call; providers reject a history holding it"
@@ -28,6 +50,19 @@ class ContextRow:
     view: RuntimeEventView
     context_index: int | None = None
     orphan: bool = False
+    tokens: int = 0
+    new: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """The plain word for `kind` shown on the row's badge."""
+        return VERDICTS.get(self.kind, self.kind)
+
+
+def estimate_tokens(event: Event) -> int:
+    """Estimated tokens of `event`'s content (`TOKENIZER`): its JSON, without empty
+    fields, in characters divided by four, rounded up."""
+    return -(-len(event.content.model_dump_json(exclude_defaults=True)) // 4)
 
 
 def compaction_facts(raw: Any) -> dict[str, Any]:
@@ -36,10 +71,26 @@ def compaction_facts(raw: Any) -> dict[str, Any]:
     return facts if isinstance(facts, dict) else {}
 
 
-def context_rows(product: ProductExplanation, abandoned: Sequence[Event]) -> list[ContextRow]:
+def context_rows(
+    product: ProductExplanation, abandoned: Sequence[Event], latest_turn_id: str = ""
+) -> list[ContextRow]:
     """Every row of the page in conversation order: the compacted events (greyed), then
     the runtime's explanation of the live history, with the stored events of abandoned
-    branches and the state-only events (never sent) placed by id among them."""
+    branches and the state-only events (never sent) placed by id among them. Rows of
+    `latest_turn_id` are marked new; every row says it would not be sent when the
+    projection fails (`REFUSED_LABEL`)."""
+    rows = _rows(product, abandoned)
+    refused = product.explanation.error is not None
+    for row in rows:
+        row.tokens = estimate_tokens(row.view.event)
+        row.new = bool(latest_turn_id) and row.view.event.turn_id == latest_turn_id
+        if refused and row.kind in {"kept", "notice"}:
+            row.label, row.context_index = f"{REFUSED_LABEL} ({row.label})", None
+            row.kind = "refused"
+    return rows
+
+
+def _rows(product: ProductExplanation, abandoned: Sequence[Event]) -> list[ContextRow]:
     rows: list[ContextRow] = []
     compaction_id = product.compaction.id if product.compaction else 0
     for event in product.compacted:
@@ -58,6 +109,8 @@ def context_rows(product: ProductExplanation, abandoned: Sequence[Event]) -> lis
         while left and event.id and left[0].id < event.id:
             rows.append(_not_sent(left.pop(0), state_ids))
         label = entry.reason
+        if entry.kind is EntryKind.KEPT and entry.turn is None:
+            label = "no turn record: sent as stored"
         if event.id == 0 and event.author == OUTCOME_AUTHOR:
             label = "recorded tool outcome (not stored; closes the call)"
         elif event.author == COMPACTION_AUTHOR and entry.kind is EntryKind.KEPT:

@@ -22,6 +22,10 @@ from sessions_app.roles import can_record_outcomes
 from sessions_app.store import UnreadableRowError, load_facts
 
 
+#: What a person records about a call that awaits no one.
+MANUAL = frozenset({ToolOutcome.Outcome.DID_NOT_RUN, ToolOutcome.Outcome.RAN})
+
+
 @require_safe
 def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
     """GET /sessions/<id>/protocol/: every tool-protocol issue of the live history (what the
@@ -62,7 +66,10 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
         ],
         "compacted": len(stored) - len(events),
         "can_record": can_record_outcomes(request.user),
-        "outcome_choices": ToolOutcome.Outcome.choices,
+        # Approve / reject are offered on calls awaiting a person, in their own form.
+        "outcome_choices": [
+            (value, label) for value, label in ToolOutcome.Outcome.choices if value in MANUAL
+        ],
     }
     return render(request, "sessions/protocol.html", context)
 
