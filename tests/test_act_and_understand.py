@@ -235,3 +235,23 @@ def test_argument_previews_and_command_output() -> None:
         ("cart", "[\n  1\n]"),
         ("gone", "null"),
     ]
+
+
+def test_the_live_demo_keeps_a_bounded_history() -> None:
+    from datetime import timedelta
+
+    from sessions_app.live.demo_live import ensure_demo_live_session, prune_demo_turns
+
+    ensure_demo_live_session("demo-x")
+    for n in range(6):
+        at = T0 + timedelta(minutes=n)
+        status = "running" if n == 5 else "completed"
+        models.Turn.objects.create(id=f"d-{n}", session_id="demo-x", status=status, started_at=at)
+        models.Event.objects.create(
+            session_id="demo-x", turn_id=f"d-{n}", role="user", author="user", text=str(n),
+            created_at=at, updated_at=at,
+        )  # fmt: skip
+    assert prune_demo_turns("demo-x", keep=3) == 3
+    assert sorted(models.Turn.objects.values_list("id", flat=True)) == ["d-3", "d-4", "d-5"]
+    assert models.Event.objects.filter(session_id="demo-x").count() == 3
+    assert prune_demo_turns("demo-x", keep=3) == 0
