@@ -255,3 +255,31 @@ def test_the_live_demo_keeps_a_bounded_history() -> None:
     assert sorted(models.Turn.objects.values_list("id", flat=True)) == ["d-3", "d-4", "d-5"]
     assert models.Event.objects.filter(session_id="demo-x").count() == 3
     assert prune_demo_turns("demo-x", keep=3) == 0
+
+
+def test_a_stopped_turn_leaves_its_streaming_text_with_a_note() -> None:
+    from sessions_app.live import render
+
+    opened = render.partial_frame(
+        {"turn_id": "t-9", "delta": "Half a sent", "role": "assistant"}, 3, opens=True
+    )
+    assert 'id="stream-state-t-9"' in opened
+    turn = {
+        "id": "t-9", "session_id": "s-1", "status": "interrupted", "reason": "canceled",
+        "started_at": T0.isoformat(), "finished_at": T0.isoformat(), "session_turn_count": 1,
+        "failure_code": "", "failure_stage": "", "failure_message": "", "status_note": "",
+        "stopped_by": "ada (page)", "event_count": 0,
+    }  # fmt: skip
+    frame = render.turn_frame(turn, 3)
+    assert "cut by the stop: this text was not stored" in frame
+    assert 'id="live-stream-t-9" hx-swap-oob="true"></div>' not in frame  # not cleared
+
+
+def test_todo_history_marks_what_a_change_did() -> None:
+    from todos_app.templatetags.todos import todo_diff
+
+    before = [{"content": "a", "status": "pending"}, {"content": "b", "status": "pending"}]
+    after = [{"content": "a", "status": "completed"}, {"content": "c", "status": "pending"}]
+    diff = todo_diff(before, after)
+    assert [row["mark"] for row in diff["before"]] == ["", "removed"]
+    assert [row["mark"] for row in diff["after"]] == ["changed", "added"]
