@@ -29,7 +29,9 @@ class Label:
 STATUSES: dict[str, Label] = {
     TurnStatus.RUNNING: Label("Running", "The turn is in progress.", "turn-statuses"),
     TurnStatus.COMPLETED: Label(
-        "Completed", "The agent finished normally; its events are replayed as stored.", "turn-statuses"
+        "Completed",
+        "The agent finished normally; its events are replayed as stored.",
+        "turn-statuses",
     ),
     TurnStatus.INTERRUPTED: Label(
         "Stopped early",

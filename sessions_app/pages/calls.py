@@ -67,7 +67,7 @@ def output_text(value: Any) -> str | None:
     given as that text followed by the other keys as JSON. None for any other value."""
     if isinstance(value, str):
         stripped = value.strip()
-        if not stripped[:1] in {"{", '"'}:
+        if stripped[:1] not in {"{", '"'}:
             return None
         try:
             value = json.loads(stripped)

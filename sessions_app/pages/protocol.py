@@ -21,7 +21,6 @@ from sessions_app.projector import live_history, load_outcomes
 from sessions_app.roles import can_record_outcomes
 from sessions_app.store import UnreadableRowError, load_facts
 
-
 #: What a person records about a call that awaits no one.
 MANUAL = frozenset({ToolOutcome.Outcome.DID_NOT_RUN, ToolOutcome.Outcome.RAN})
 
