@@ -150,9 +150,7 @@ def test_every_runtime_word_has_a_plain_label() -> None:
 
 def test_pages_show_labels_not_raw_words(admin_client: Client) -> None:
     _pending_session()
-    models.Turn.objects.filter(pk="t-1").update(
-        status="interrupted", reason="consumer_stopped"
-    )
+    models.Turn.objects.filter(pk="t-1").update(status="interrupted", reason="consumer_stopped")
     page = admin_client.get(reverse("sessions:detail", args=["s-wait"])).content.decode()
     assert ">Reader stopped</a>" in page and 'title="Whoever read' in page
     assert ">consumer_stopped<" not in page
