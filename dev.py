@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -36,11 +38,33 @@ def ensure_venv() -> None:
     newest = max(p.stat().st_mtime for p in sources if p.exists())
     if stamp.exists() and stamp.stat().st_mtime >= newest:
         return
+    step("installing the Python packages into .venv (a minute or so the first time)")
     if not PY.exists():
         venv.create(VENV, with_pip=True)
     run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    run(PY, "-m", "pip", "install", "--quiet", "-c", "constraints.txt", "-e", ".[dev]")
+    # Not quiet: pip says what it collects and installs, so a first run is never silent.
+    run(
+        PY, "-m", "pip", "install", "--progress-bar", "off", "-c", "constraints.txt", "-e", ".[dev]"
+    )
     stamp.touch()
+
+
+def step(what: str) -> None:
+    """Say what `serve` / `test` is doing now (one line)."""
+    print(f"==> {what}", flush=True)
+
+
+def wait_for_port(port: int, server: subprocess.Popen[bytes], timeout: float = 60) -> bool:
+    """True once 127.0.0.1:`port` accepts connections; False when `server` exited first or
+    `timeout` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and server.poll() is None:
+        with socket.socket() as probe:
+            probe.settimeout(0.5)
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        time.sleep(0.2)
+    return False
 
 
 def ensure_chromium() -> None:
@@ -57,12 +81,11 @@ def ensure_chromium() -> None:
 
 def serve() -> None:
     ensure_venv()
+    step("preparing the database (migrations, demo sessions, admin account)")
     run(PY, "manage.py", "migrate", "--no-input")
     run(PY, "manage.py", "load_demo", "--if-missing")
     run(PY, "manage.py", "ensure_local_admin")
     port = os.environ.get("PORT", "8000")
-    print(f"\nagentops: http://127.0.0.1:{port}/  (Ctrl-C to stop)", flush=True)
-    print(f"live demo: http://127.0.0.1:{port}/sessions/demo-live/\n", flush=True)
     # The server process keeps session demo-live running a slowly streaming turn (set
     # AGENTOPS_LIVE_DEMO=false to turn it off).
     os.environ.setdefault("AGENTOPS_LIVE_DEMO", "true")
@@ -74,10 +97,20 @@ def serve() -> None:
         "from sessions_app.live.demo_live import ensure_demo_live_session\n"
         "ensure_demo_live_session()",
     )
-    os.execv(
-        str(PY),
+    step(f"starting the server on port {port}")
+    server = subprocess.Popen(
         [str(PY), "-m", "daphne", "-b", "127.0.0.1", "-p", port, "agentops.asgi:application"],
+        cwd=ROOT,
     )
+    try:
+        # The address is printed once the server really listens, not before.
+        if wait_for_port(int(port), server):
+            print(f"\nagentops: http://127.0.0.1:{port}/  (Ctrl-C to stop)", flush=True)
+            print(f"live demo: http://127.0.0.1:{port}/sessions/demo-live/\n", flush=True)
+        sys.exit(server.wait())
+    except KeyboardInterrupt:
+        server.terminate()
+        sys.exit(server.wait())
 
 
 def test(extra: list[str]) -> None:

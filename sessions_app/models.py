@@ -397,11 +397,16 @@ class ToolOutcome(models.Model):
     right after that event, so the tool-call group closes and the session can resume
     (docs/runtime.md §4: a custom projector; the runner still validates the tool protocol).
     `result` is the JSON value the tool returned (outcome "ran"); `recorded_at` is UTC.
+    A call awaiting a person (`Event.pending_call_ids`) gets "approved" or "rejected": the
+    decision, attributed and audited like any outcome, never a rewrite of history.
     """
 
     class Outcome(models.TextChoices):
         DID_NOT_RUN = "did_not_run", "Did not run"
         RAN = "ran", "Ran, with this result"
+        # A person's decision on a call awaiting them (`Event.pending_call_ids`).
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tool_outcomes")
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="tool_outcomes")

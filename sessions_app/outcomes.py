@@ -17,13 +17,16 @@ from django.utils import timezone
 
 from agentops.runtime.protocol import inspect_tool_protocol
 from sessions_app.ingest.redaction import redact_text, redact_value
-from sessions_app.models import Session, ToolOutcome
+from sessions_app.models import Event, Session, ToolOutcome
 from sessions_app.store import UnreadableRowError, load_facts, refresh_resume_status
 
 
 class OutcomeRejectedError(ValueError):
     """The outcome cannot be recorded; `str(error)` is a specific message for the user."""
 
+
+#: Outcomes that are a person's decision on a call awaiting them (`Event.pending_call_ids`).
+DECISIONS = frozenset({ToolOutcome.Outcome.APPROVED, ToolOutcome.Outcome.REJECTED})
 
 #: How deeply a recorded result may nest (lists and objects); deeper ones are refused.
 MAX_RESULT_DEPTH = 32
@@ -79,17 +82,20 @@ def record_tool_outcome(
     user: User | None,
     via: str = "",
 ) -> ToolOutcome:
-    """Record `outcome` ("did_not_run" or "ran" with `result`) of call `call_id` of assistant
-    event `event_id`, attributed to `user` (a person) or to `via` (e.g. "api key NAME",
-    when recorded through the HTTP API), now (UTC).
+    """Record `outcome` ("did_not_run", "ran" with `result`, or a person's decision
+    "approved" / "rejected" on a call awaiting them) of call `call_id` of assistant event
+    `event_id`, attributed to `user` (a person) or to `via` (e.g. "api key NAME", when
+    recorded through the HTTP API), now (UTC).
 
-    Raises OutcomeRejectedError when the reason is empty, the outcome unknown, "ran" comes
-    without a result, the call is not an unanswered call of that event, or an outcome for
-    it already exists.
+    Raises OutcomeRejectedError when the reason is empty (a decision may come without one),
+    the outcome unknown, "ran" comes without a result, the call is not an unanswered call
+    of that event, a decision is given for a call that does not await a person, or an
+    outcome for it already exists.
     """
     if outcome not in ToolOutcome.Outcome.values:
         raise OutcomeRejectedError(f"unknown outcome {outcome!r}")
-    if not reason.strip():
+    decision = outcome in DECISIONS
+    if not reason.strip() and not decision:
         raise OutcomeRejectedError("say why: a reason is required")
     if len(reason) > MAX_RESULT_CHARS:
         raise OutcomeRejectedError(f"the reason is longer than {MAX_RESULT_CHARS:,} characters")
@@ -110,6 +116,12 @@ def record_tool_outcome(
             raise OutcomeRejectedError(
                 f"call {call_id!r} of event {event_id} is not an unanswered tool call"
             )
+        if decision:
+            pending = Event.objects.filter(pk=event_id).values_list("pending_call_ids", flat=True)
+            if call_id not in (pending.first() or []):
+                raise OutcomeRejectedError(
+                    f"call {call_id!r} does not await a person: record what happened instead"
+                )
         try:
             with transaction.atomic():
                 record = ToolOutcome.objects.create(

@@ -13,7 +13,8 @@ session (its `state_delta`) but is never sent: the product history leaves it out
 the runtime's default projection, which replays completed turns exactly as stored.
 
 When a person records what happened to a tool call that has no stored result
-(`ToolOutcome`: "did not run", or "ran, with this result"), this projector inserts a
+(`ToolOutcome`: "did not run", or "ran, with this result"), or decides on a call awaiting
+them ("approved" / "rejected"), this projector inserts a
 synthetic tool-result event (id 0, never stored, author "operator") right after the
 assistant event's contiguous tool results, so the call's group closes and the session can
 resume. Everything else is the runtime's default projection (docs/runtime.md §4); the runner still
@@ -77,7 +78,7 @@ class RecordedOutcome:
     event_id: int
     call_id: str
     tool_name: str
-    outcome: str  # "did_not_run" or "ran"
+    outcome: str  # "did_not_run", "ran", "approved" or "rejected"
     result: Any
     reason: str
     recorded_by: str
@@ -88,11 +89,26 @@ def outcome_result_event(assistant: Event, outcome: RecordedOutcome) -> Event:
     """The synthetic tool-result event for `outcome` of a call of `assistant` (id 0).
 
     "ran" gives a success whose value is the recorded result; "did_not_run" a handled
-    error telling the model the call was not executed, with the recorded reason.
+    error telling the model the call was not executed, with the recorded reason;
+    "approved" a success carrying the person's decision and note; "rejected" a handled
+    error saying the person declined, with their note.
     """
+    note = f" Note: {outcome.reason}" if outcome.reason else ""
     if outcome.outcome == "ran":
         response = ToolResponse(
             tool_call_id=outcome.call_id, name=outcome.tool_name, result=outcome.result
+        )
+    elif outcome.outcome == "approved":
+        response = ToolResponse(
+            tool_call_id=outcome.call_id,
+            name=outcome.tool_name,
+            result={"decision": "approved", "by": outcome.recorded_by, "note": outcome.reason},
+        )
+    elif outcome.outcome == "rejected":
+        response = ToolResponse(
+            tool_call_id=outcome.call_id,
+            name=outcome.tool_name,
+            error=f"The person rejected this tool call; it was not executed.{note}",
         )
     else:
         response = ToolResponse(

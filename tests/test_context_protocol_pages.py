@@ -48,7 +48,7 @@ def test_context_of_completed_turn_with_dangling_call_shows_unknown_execution(
     session = make_session("s-c", turns=1)
     call = add_dangling_call(session, session.turns.get())
     body = operator_client.get(reverse("sessions:context", args=["s-c"])).content.decode()
-    assert "Projection fails: tool execution unknown" in body
+    assert "The next turn would be refused: unknown whether tools ran" in body
     assert f'<dd class="mono">{call.id}</dd>' in body
     assert "call-9" in body and "tool_execution_unknown" in body
 

@@ -60,7 +60,7 @@ def test_edge_cases_completed_turn_with_dangling_call_fails_closed(
     # tool_edge_002 in a completed turn; the TodoWrite call in the abandoned last turn.
     assert _protocol_calls(operator_client, session) == ["tool_edge_002", "toolu_todowrite_002"]
     body = _context(operator_client, session)
-    assert "Projection fails: tool execution unknown" in body
+    assert "The next turn would be refused: unknown whether tools ran" in body
     assert "tool_edge_002" in body and "edge_cases/turn-0002" in body
     session.refresh_from_db()
     assert session.cannot_resume is True

@@ -104,14 +104,20 @@ def _edit(
         kind, status = "conflict", 409
     except TodoToolError as error:
         message, kind, status = f"Not saved: {error}", "error", 400
+    # A refused edit never throws away what the person typed: it is shown back to them.
+    draft = {
+        name: request.POST[name].strip()
+        for name in ("content", "active_form")
+        if message and request.POST.get(name, "").strip()
+    }
     if request.htmx:
         context = _panel_context(request, session.id)
-        context.update(todo_message=message, todo_message_kind=kind)
+        context.update(todo_message=message, todo_message_kind=kind, todo_draft=draft)
         return _panel_response(request, context)
     if not message:
         return HttpResponseRedirect(_return_url(request, session.id))
     context = _page_context(request, session.id)
-    context.update(todo_message=message, todo_message_kind=kind)
+    context.update(todo_message=message, todo_message_kind=kind, todo_draft=draft)
     return render(request, "todos/page.html", context, status=status)
 
 

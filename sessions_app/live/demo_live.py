@@ -16,11 +16,13 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import transaction
 from django.utils import timezone
 
 from agentops.agents.demo import make_slow_agent
 from sessions_app import live
-from sessions_app.models import Session, Turn
+from sessions_app.models import Event, Session, Turn
+from sessions_app.store import refresh_resume_status
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +44,27 @@ def ensure_demo_live_session(session_id: str = DEMO_LIVE_ID) -> None:
             "updated_at": now,
         },
     )
+
+
+#: Turns of the live demo kept (the newest ones); older finished turns are deleted.
+KEEP_TURNS = 20
+
+
+def prune_demo_turns(session_id: str = DEMO_LIVE_ID, keep: int = KEEP_TURNS) -> int:
+    """Delete the finished turns of the demo session `session_id` older than its newest
+    `keep` turns, with their events (a bounded history: the demo runs forever, about
+    2,300 events an hour). One transaction; returns how many turns were deleted. Only for
+    the demo session: stored history is otherwise never deleted like this."""
+    with transaction.atomic():
+        newest = Turn.objects.filter(session_id=session_id).order_by("-started_at", "-id")
+        rows = list(newest.values_list("id", "status")[keep : keep + 1000])
+        old = [turn_id for turn_id, status in rows if status != Turn.Status.RUNNING]
+        if not old:
+            return 0
+        Event.objects.filter(session_id=session_id, turn_id__in=old).delete()
+        Turn.objects.filter(session_id=session_id, id__in=old).delete()
+        refresh_resume_status(session_id)
+    return len(old)
 
 
 #: How long the demo stands aside after a person stopped its turn or ran a turn of their own.
@@ -117,6 +140,7 @@ async def keep_demo_live(
         except Exception:
             logger.warning("live demo turn of %s failed", session_id, exc_info=True)
         done += 1
+        await sync_to_async(prune_demo_turns)(session_id)
         await asyncio.sleep(wait)
 
 

@@ -164,6 +164,16 @@ def _turn_body(turn: dict[str, Any]) -> SafeString:
     if turn["status"] == RUNNING:
         # A turn begins: a stop note is about an earlier one.
         parts.append(render_to_string("sessions/detail.html#stop_note", {"oob": True}))
+    elif turn["status"] == "interrupted":
+        # Text streaming when the turn stopped stays on screen, saying it was cut (it is
+        # not stored); with nothing streaming there is no target and nothing changes.
+        parts.append(
+            format_html(
+                '<span class="stream-state stream-stopped" id="stream-state-{}" '
+                'hx-swap-oob="true">cut by the stop: this text was not stored</span>',
+                turn["id"],
+            )
+        )
     else:
         parts.append(_cleared_stream(turn["id"]))
     return mark_safe("".join(parts))
@@ -193,12 +203,14 @@ def partial_frame(partial: dict[str, Any], last_id: int, *, opens: bool) -> Safe
     return head + format_html(
         '<div class="live-stream" id="live-stream-{}" hx-swap-oob="true">'
         '<div class="event role-{} streaming"><div class="event-meta small">'
-        '<span class="role">{}</span>{} · streaming…</div>'
+        '<span class="role">{}</span>{} · <span class="stream-state" id="stream-state-{}">'
+        "streaming…</span></div>"
         '<div class="stream-text" id="stream-text-{}">{}</div></div></div>',
         turn_id,
         role,
         role,
         f" · {author}" if author else "",
+        turn_id,
         turn_id,
         delta,
     )

@@ -61,6 +61,30 @@ def get_agent(path: str = "") -> AgentLike:
     return agent
 
 
+def run_refusal(session: Any) -> str:
+    """Why the dashboard's agent may not run a turn of `session` (a `Session` row), or ""
+    when it may: only sessions the dashboard created (source format "runtime", or the
+    demo data and the live demo, "demo") run the configured agent, never an imported
+    transcript of another tool; and not while the next run would be refused because tool
+    calls have no result (docs/concepts.md "Cannot resume")."""
+    if session.source_format not in {"runtime", "demo"}:
+        return (
+            f"This session was imported ({session.get_source_format_display()}): the "
+            "dashboard's agent only runs sessions it created."
+        )
+    if session.cannot_resume:
+        return (
+            "The next turn would be refused: tool calls have no result. Record what "
+            "happened to them on the tool-protocol page first."
+        )
+    return ""
+
+
+def agent_may_run(session: Any) -> bool:
+    """True when the dashboard's agent may run a turn of `session` (`run_refusal`)."""
+    return not run_refusal(session)
+
+
 # -- running turns in this process ----------------------------------------------------
 
 

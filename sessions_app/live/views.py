@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 
 from sessions_app import live
 from sessions_app.access import get_session_for_user
+from sessions_app.live import runs
 from sessions_app.models import Session
 from sessions_app.roles import can_run_turns
 
@@ -44,6 +45,18 @@ def _answer(
     elif note:
         messages.info(request, note)
     return redirect(reverse("sessions:detail", args=[session_id]) + "#live")
+
+
+def draft_key(session_id: str) -> str:
+    """The key of a session's unsent message in the person's web session."""
+    return f"composer-draft:{session_id}"
+
+
+async def _keep_draft(request: HttpRequest, session_id: str, message: str) -> None:
+    """Keep a refused message so the page that the redirect shows offers it again (the
+    htmx path keeps it in the form: static/live.js resets the form only on success)."""
+    if not _wants_json(request) and not getattr(request, "htmx", False):
+        await request.session.aset(draft_key(session_id), message)
 
 
 async def _admin_session(
@@ -71,11 +84,16 @@ async def run_turn(request: HttpRequest, session_id: str) -> HttpResponse:
         return _answer(
             request, session.id, 400, {"error": "Write a message (at most 20,000 characters)."}
         )
+    refusal = runs.run_refusal(session)
+    if refusal:
+        await _keep_draft(request, session.id, message)
+        return _answer(request, session.id, 409, {"error": refusal})
     # A turn whose process died must not block the session (docs/concepts.md "Stuck turns").
     await live.recover_dead_turns(session.id)
     busy = await sync_to_async(live.active_turn_id)(session.id)
     if busy:
         # One turn at a time per session: a second one would wait behind the run lock.
+        await _keep_draft(request, session.id, message)
         return _answer(
             request,
             session.id,
@@ -88,6 +106,7 @@ async def run_turn(request: HttpRequest, session_id: str) -> HttpResponse:
             handle.task.exception() if handle.task.done() and not handle.task.cancelled() else None
         )
         name = type(error).__name__ if error else "no turn"
+        await _keep_draft(request, session.id, message)
         return _answer(request, session.id, 409, {"error": f"The turn could not start ({name})."})
     return _answer(request, session.id, 202, {"turn_id": handle.turn_id}, "Turn started.")
 
@@ -125,7 +144,9 @@ def page_context(request: HttpRequest, session: Session) -> dict[str, object]:
     one for the session's dead running turns, which are recorded abandoned first
     (`live.recover_dead_turns`, docs/concepts.md "Stuck turns").
 
-    ``{"ws_path": "/ws/sessions/<id>/", "last_event_id": int, "can_run_turns": bool}``.
+    ``{"ws_path": "/ws/sessions/<id>/", "last_event_id": int, "can_run_turns": bool,
+    "refusal": why the agent may not run here ("" when it may, `runs.run_refusal`),
+    "draft": a message the person sent that was refused, offered again}``.
     """
     if live.dead_turn_ids(session.id):
         async_to_sync(live.recover_dead_turns)(session.id)
@@ -133,4 +154,6 @@ def page_context(request: HttpRequest, session: Session) -> dict[str, object]:
         "ws_path": f"/ws/sessions/{quote(session.id, safe='')}/",
         "last_event_id": live.last_event_id(session.id),
         "can_run_turns": can_run_turns(request.user),
+        "refusal": runs.run_refusal(session),
+        "draft": request.session.pop(draft_key(session.id), ""),
     }

@@ -12,7 +12,7 @@ from agentops.runtime.model import Role
 from sessions_app.access import get_session_for_user
 from sessions_app.models import Event
 from sessions_app.pages import presenters
-from sessions_app.pages.context_rows import compaction_facts
+from sessions_app.pages.context_rows import TOKENIZER, compaction_facts, mark_refused
 from sessions_app.pages.context_stream import stream_context
 from sessions_app.projector import load_outcomes
 from sessions_app.store import UnreadableRowError
@@ -30,10 +30,11 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     kept, dropped (running turn), cut (unsafe suffix after an unanswered call),
     compacted (summarised, not sent) or abandoned (a rewound branch, not sent), the
     status notices and recorded outcomes in place, orphan results marked, or the
-    unknown-execution error. The events are read a page at a time and only the page of
-    rows shown is built (`context_stream.stream_context`), so memory does not grow with
-    the session. A stored row that is not a runtime value is shown raw instead. Raises
-    Http404 for a session the user may not see.
+    unknown-execution error (then no row says it would be sent), a token estimate per row
+    and in total, and the rows new since the latest turn started. The events are read a
+    page at a time and only the page of rows shown is built (`context_stream.stream_context`),
+    so memory does not grow with the session. A stored row that is not a runtime value is
+    shown raw instead. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
     try:
@@ -62,6 +63,8 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
         if compaction is not None
         else None
     )
+    if explanation.error is not None:
+        mark_refused(list(streamed.page))
     awaiting = [
         call
         for issue in explanation.issues
@@ -82,5 +85,9 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
         "error": explanation.error,
         "awaiting": awaiting,
         "compaction": compaction_facts(raw),
+        "tokenizer": TOKENIZER,
+        "total_tokens": streamed.tokens,
+        "latest_turn": streamed.latest_turn,
+        "new_count": streamed.new_count,
     }
     return render(request, "sessions/context.html", context)

@@ -34,7 +34,7 @@ from agentops.runtime.model import Event, Role
 from agentops.runtime.projection import ProjectionExplanation, explain_projection
 from agentops.runtime.protocol import OrphanResult, ToolProtocolIssue, inspect_orphan_results
 from agentops.runtime.session import Turn
-from sessions_app.pages.context_rows import ContextRow, context_rows
+from sessions_app.pages.context_rows import ContextRow, context_rows, estimate_tokens
 from sessions_app.projector import (
     ProductExplanation,
     RecordedOutcome,
@@ -77,6 +77,11 @@ class StreamedContext:
     compaction: Event | None
     orphans: tuple[OrphanResult, ...]
     page: Page[ContextRow]
+    tokens: int = 0
+    """Estimated tokens of everything the context would send (`context_rows.TOKENIZER`)."""
+    new_count: int = 0
+    """Stored events of the latest turn (new since it started)."""
+    latest_turn: Turn | None = None
 
 
 @dataclass
@@ -89,12 +94,14 @@ class _Piece:
     product: ProductExplanation | None = None
     left: list[Event] = field(default_factory=list)
 
-    def rows(self, compaction: Event | None, compacted_count: int) -> list[ContextRow]:
+    def rows(
+        self, compaction: Event | None, compacted_count: int, latest_turn_id: str
+    ) -> list[ContextRow]:
         if self.product is None:
             product = ProductExplanation(_EMPTY, compacted=self.compacted, compaction=compaction)
-            return context_rows(product, ())
+            return context_rows(product, (), latest_turn_id)
         product = dataclasses.replace(self.product, compaction=compaction)
-        return context_rows(product, self.left, compacted_count=compacted_count)
+        return context_rows(product, self.left, latest_turn_id, compacted_count=compacted_count)
 
 
 class _Window(Sequence[ContextRow]):
@@ -133,10 +140,12 @@ class _Rows:
             self.tail.popleft()
         self.total = end
 
-    def page(self, number: str | None, compaction: Event | None, compacted: int) -> Page[Any]:
+    def page(
+        self, number: str | None, compaction: Event | None, compacted: int, latest_turn_id: str
+    ) -> Page[Any]:
         rows: dict[int, ContextRow] = {}
         for piece in {id(p): p for p in [*self.kept, *self.tail]}.values():
-            built = piece.rows(compaction, compacted)
+            built = piece.rows(compaction, compacted, latest_turn_id)
             rows.update(
                 zip(range(piece.first_row, piece.first_row + piece.count), built, strict=True)
             )
@@ -265,6 +274,8 @@ def stream_context(
     compaction event (0: none), `page` the page asked for (None: the last). Equal to
     `context_rows(explain_product_projection(...), archived)` paginated by `per_page`."""
     rows = _Rows(per_page, _page_number(page))
+    latest = max(turns.values(), key=lambda turn: (turn.started_at, turn.id), default=None)
+    latest_turn_id = latest.id if latest is not None else ""
     check = _ContextCheck()
     compacted: list[Event] = []
     compacted_count = 0
@@ -272,7 +283,7 @@ def stream_context(
     compaction: Event | None = None
     state: list[Event] = []
     abandoned = _Queue(archived)
-    counts = {"groups": 0, "context": 0, "events": 0, "notices": 0}
+    counts = {"groups": 0, "context": 0, "events": 0, "notices": 0, "tokens": 0, "new": 0}
 
     def flush_compacted() -> None:
         nonlocal compacted
@@ -308,6 +319,10 @@ def stream_context(
             dataclasses.replace(o, position=o.position + counts["events"]) for o in piece_orphans
         )
         check.feed(explanation.context)
+        counts["tokens"] += sum(estimate_tokens(event) for event in explanation.context)
+        counts["new"] += sum(
+            1 for event in piece if latest_turn_id and event.turn_id == latest_turn_id
+        )
         # A stored event not sent goes before the first stored event after it.
         last_id = max(event.id for event in piece)
         piece_state = [event for event in state if event.id < last_id]
@@ -337,5 +352,8 @@ def stream_context(
         compacted=Tally(compacted_count),
         compaction=compaction,
         orphans=tuple(orphans),
-        page=rows.page(page, compaction, compacted_count),
+        page=rows.page(page, compaction, compacted_count, latest_turn_id),
+        tokens=counts["tokens"],
+        new_count=counts["new"],
+        latest_turn=turns.get(latest_turn_id),
     )

@@ -31,6 +31,7 @@ from agentops.runtime.projection import ProjectionEntry
 from agentops.runtime.protocol import ToolProtocolIssue
 from agentops.runtime.session import Turn
 from sessions_app.models import Event
+from sessions_app.pages.calls import argument_preview, output_text
 from sessions_app.pages.rendering import pretty_json, render_markdown
 from sessions_app.projector import COMPACTION_AUTHOR, OUTCOME_AUTHOR, RecordedOutcome
 from sessions_app.store import UnreadableRowError
@@ -148,20 +149,24 @@ def result_display(event: Event) -> ResultDisplay:
     else:
         value = event.text
     clean, images = split_images(value)
-    return ResultDisplay(
-        text=clean if isinstance(clean, str) else pretty_json(clean), images=images
-    )
+    text = output_text(clean)  # command output wrapped in JSON: shown as its text
+    if text is None:
+        text = clean if isinstance(clean, str) else pretty_json(clean)
+    return ResultDisplay(text=text, images=images)
 
 
 @dataclass
 class ToolCallView:
-    """One tool call of an assistant event and, when stored, its result event."""
+    """One tool call of an assistant event and, when stored, its result event; `preview`
+    is one line of its arguments, `outcome` what a person recorded for it (or None)."""
 
     id: str
     name: str
     arguments_json: str
     result: Event | None = None
     pending: bool = False
+    preview: str = ""
+    outcome: RecordedOutcome | None = None
 
     @property
     def is_error(self) -> bool:
@@ -248,6 +253,7 @@ def _calls(event: Event) -> list[ToolCallView]:
                 name=str(call.get("name", "")),
                 arguments_json=pretty_json(call.get("arguments", {})),
                 pending=str(call.get("id")) in pending,
+                preview=argument_preview(call.get("arguments")),
             )
         )
     return views
@@ -278,10 +284,13 @@ def last_compaction(session: Any) -> Compactions:
 
 
 def conversation(
-    events: Sequence[Event], compactions: Compactions | None = None
+    events: Sequence[Event],
+    compactions: Compactions | None = None,
+    outcomes: Mapping[tuple[int, str], RecordedOutcome] | None = None,
 ) -> list[EventView]:
-    """The events in order as EventViews, with tool results folded into their calls and
-    their lineage marked (`compactions`: the session's, see `last_compaction`).
+    """The events in order as EventViews, with tool results folded into their calls,
+    recorded outcomes (keyed by (event id, call id)) beside theirs, and their lineage
+    marked (`compactions`: the session's, see `last_compaction`).
 
     A tool event is folded into the first earlier call in `events` with the same id that
     has no result yet; otherwise it stays in the list as a standalone result.
@@ -304,6 +313,7 @@ def conversation(
         elif event.id < compactions.last:
             view.lineage = "compacted"
         for call_view in _calls(event):
+            call_view.outcome = (outcomes or {}).get((event.id, call_view.id))
             view.calls.append(call_view)
             open_calls.setdefault(call_view.id, []).append(call_view)
         views.append(view)

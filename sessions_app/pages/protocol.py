@@ -8,17 +8,22 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from agentops.runtime.protocol import ToolProtocolIssue
 from sessions_app.access import get_session_for_user
-from sessions_app.models import Event, ToolOutcome, Turn
+from sessions_app.live.runs import agent_may_run
+from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
 from sessions_app.pages import presenters
 from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
 from sessions_app.store import UnreadableRowError, turn_from_row
 from sessions_app.store.stream import live_protocol_pass
+
+#: What a person records about a call that awaits no one.
+MANUAL = frozenset({ToolOutcome.Outcome.DID_NOT_RUN, ToolOutcome.Outcome.RAN})
 
 
 @require_safe
@@ -65,7 +70,10 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
         ],
         "compacted": compacted,
         "can_record": can_record_outcomes(request.user),
-        "outcome_choices": ToolOutcome.Outcome.choices,
+        # Approve / reject are offered on calls awaiting a person, in their own form.
+        "outcome_choices": [
+            (value, label) for value, label in ToolOutcome.Outcome.choices if value in MANUAL
+        ],
     }
     return render(request, "sessions/protocol.html", context)
 
@@ -78,20 +86,23 @@ def _turn_ids(issues: list[ToolProtocolIssue]) -> list[str]:
 def tool_outcome_create(request: HttpRequest, session_id: str) -> HttpResponse:
     """POST /sessions/<id>/protocol/outcomes/: record the outcome of an unanswered call.
 
-    Form fields: event_id, call_id, outcome (did_not_run | ran), result (JSON or text, for
-    "ran"), reason. Admins only (403 otherwise); a rejected outcome shows its reason as an
-    error message. Redirects back to the protocol page (post/redirect/get).
+    Form fields: event_id, call_id, outcome (did_not_run | ran, or approved | rejected for
+    a call awaiting a person), result (JSON or text, for "ran"), reason, return_to
+    ("timeline": back to the call on the session page). Admins only (403 otherwise); a
+    refused outcome shows its reason as an error message. Redirects back to the protocol
+    page or the session page (post/redirect/get).
     """
     session = get_session_for_user(request, session_id)
     if not can_record_outcomes(request.user):
         raise PermissionDenied("Only admins may record tool outcomes.")
     event_id = request.POST.get("event_id", "")
+    outcome = request.POST.get("outcome", "")
     try:
         record_tool_outcome(
             session,
             event_id=int(event_id) if event_id.isdigit() else -1,
             call_id=request.POST.get("call_id", ""),
-            outcome=request.POST.get("outcome", ""),
+            outcome=outcome,
             result=parse_result(request.POST.get("result", "")),
             reason=request.POST.get("reason", ""),
             user=request.user,  # type: ignore[arg-type]
@@ -99,5 +110,19 @@ def tool_outcome_create(request: HttpRequest, session_id: str) -> HttpResponse:
     except OutcomeRejectedError as error:
         messages.error(request, f"Not recorded: {error}.")
     else:
-        messages.success(request, "Outcome recorded. The next turn's context includes it.")
+        messages.success(request, outcome_message(session, outcome))
+    if request.POST.get("return_to") == "timeline":
+        anchor = f"#event-{event_id}" if event_id.isdigit() else ""
+        return redirect(reverse("sessions:detail", args=[session.id]) + anchor)
     return redirect("sessions:protocol", session_id=session.id)
+
+
+def outcome_message(session: Session, outcome: str) -> str:
+    """What the page says after `outcome` was recorded for a call of `session`."""
+    what = {"approved": "Approved", "rejected": "Rejected"}.get(outcome, "Outcome recorded")
+    follow = (
+        " Send the agent the next message to continue the session."
+        if agent_may_run(session)
+        else ""
+    )
+    return f"{what}. The next turn's context carries it.{follow}"

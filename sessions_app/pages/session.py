@@ -24,6 +24,8 @@ from sessions_app.live import views as live_views
 from sessions_app.models import Event, Session, Turn
 from sessions_app.pages import presenters
 from sessions_app.pages.rendering import pretty_json
+from sessions_app.projector import load_outcomes
+from sessions_app.roles import can_record_outcomes
 from sessions_app.search.numbers import session_token_totals
 
 
@@ -100,7 +102,9 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
     """GET /sessions/<id>/turns/<turn_id>/events/?after=<event id>: one chunk of a turn's
     events in conversation form, at most AGENTOPS_EVENTS_PER_TURN_PAGE, keyset-paginated;
     events before the session's last compaction are marked compacted, archived ones
-    (an abandoned rewind branch) abandoned, a compaction shows its facts.
+    (an abandoned rewind branch) abandoned, a compaction shows its facts, a call's
+    recorded outcome shows beside it and admins get Approve / Reject on calls awaiting a
+    person.
 
     `turn_id` "legacy" lists the active events that belong to no turn record (docs/runtime.md §2).
     An htmx request gets the `events` fragment; a plain request a page for that turn.
@@ -123,11 +127,15 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
     more = len(chunk) > limit
     chunk = chunk[:limit]
     compaction = presenters.last_compaction(session)
+    # Outcomes a person recorded (or decisions on calls awaiting them) show beside the call.
+    with_calls = [event.id for event in chunk if event.tool_calls]
+    outcomes = load_outcomes(session.id, with_calls) if with_calls else {}
     context = {
         "session": session,
         "turn": turn,
         "turn_key": turn_id,
-        "items": presenters.conversation(chunk, compaction),
+        "can_record": can_record_outcomes(request.user),
+        "items": presenters.conversation(chunk, compaction, outcomes),
         "next_after": chunk[-1].id if more and chunk else None,
     }
     template = "sessions/turn_events.html"

@@ -71,7 +71,9 @@ def test_two_pages_watch_a_turn_stream_and_stop(
         for page in (admin_page, watcher):
             page.wait_for_selector(LAST + "[data-status=completed]", timeout=30_000)
             last = page.locator(LAST)
-            assert last.locator(".turn-head .badge").first.inner_text() == "completed"
+            assert (
+                last.locator(".turn-head .badge").first.inner_text() == "Completed"
+            )  # the plain label (sessions_app.labels)
             assert "demo answer" in last.locator(".markdown").last.inner_text()
             assert last.locator(".tool-call .tool-name", has_text="todos_write").count() == 1
             assert last.locator(".tool-call .badge.status-completed").count() >= 7
@@ -87,7 +89,10 @@ def test_two_pages_watch_a_turn_stream_and_stop(
         admin_page.click("#stop-form button")
         for page in (admin_page, watcher):
             page.wait_for_selector(LAST + "[data-status=interrupted]", timeout=20_000)
-            assert page.locator(LAST + " .turn-head .badge.reason").inner_text() == "canceled"
+            assert (
+                page.locator(LAST + " .turn-head .badge.reason-canceled").inner_text()
+                == "Stopped by a person"
+            )
             # Nothing is left looking in flight once the turn has ended.
             assert page.locator(LAST + " .tool-call.is-inflight").count() == 0
         watcher.screenshot(path=str(screenshot_dir / "live-stopped-watcher.png"), full_page=True)

@@ -65,7 +65,7 @@ def test_admin_edits_reorders_and_completes_inline(
     sign_in(page, live_server, admin_user.username, "pw-" + admin_user.username)
     page.goto(live_server.url + reverse("sessions:detail", args=["s-t"]))
     page.wait_for_selector("#todos")
-    assert page.locator("#todos .active-form").inner_text() == "▶ Fixing the bug"
+    assert page.locator("#todos .active-form").inner_text() == "now: Fixing the bug"
     assert "1 of 3 completed" in page.locator("#todos .todo-progress").inner_text()
     page.screenshot(path=str(screenshot_dir / "todos-admin-before.png"), full_page=True)
 
@@ -114,7 +114,8 @@ def test_stale_edit_shows_conflict_and_current_list(
     from todos_app import services
 
     services.replace_todos("s-t", [], actor=services.Actor.agent("turn-x"), action="todos_clear")
-    page.get_by_label("Delete item 1").click()
+    page.get_by_label("Delete item 1", exact=True).click()  # Delete asks first
+    page.get_by_label("Confirm: delete item 1").click()
     page.wait_for_selector("#todos .todo-message.conflict")
     assert "Nothing was saved" in page.locator("#todos .todo-message").inner_text()
     assert page.locator("#todos .todo-items > li").count() == 0  # the current (empty) list

@@ -41,7 +41,7 @@ def test_admin_sees_controls_progress_and_active_form(
     for page in (reverse("sessions:detail", args=["s-1"]), url("page")):
         html = admin_client.get(page).content.decode()
         assert 'id="todos"' in html and "1 of 3 completed" in html and "version 1" in html
-        assert "▶ Fixing the bug" in html
+        assert "now: Fixing the bug" in html
         assert 'name="version" value="1"' in html and "Move item 2 up" in html
 
 
@@ -109,7 +109,10 @@ def test_conflicting_edit_is_refused_with_the_current_list(
     html = response.content.decode()
     assert "changed while you were editing" in html and "now at version 2" in html
     assert "Nothing was saved" in html and 'name="version" value="2"' in html
-    assert "Read the code" in html and "Stale edit" not in html
+    assert "Read the code" in html
+    # What the person typed is shown back (not saved, not lost), outside the list itself.
+    assert 'What you typed (not saved): <q class="draft-content">Stale edit</q>' in html
+    assert html.count("Stale edit") == 2  # the note and the Add form's prefill
     assert state() == current and TodoChange.objects.count() == 1
     # With htmx the panel comes back (200, so it is swapped in) with the same message.
     response = admin_client.post(url("delete", 0), {"version": 1}, headers={"HX-Request": "true"})
