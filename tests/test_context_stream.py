@@ -20,7 +20,7 @@ from agentops.runtime.projection import explain_projection
 from agentops.runtime.protocol import inspect_orphan_results
 from agentops.runtime.session import Turn, TurnReason, TurnStatus
 from sessions_app import models
-from sessions_app.pages.context_rows import context_rows
+from sessions_app.pages.context_rows import context_rows, mark_refused
 from sessions_app.pages.context_stream import stream_context
 from sessions_app.projector import (
     COMPACTION_AUTHOR,
@@ -110,7 +110,11 @@ def test_streamed_context_equals_the_whole_computation(
         state_only=tuple(e for e in active[max(cut, 0) :] if is_state_only(e)),
         orphans=tuple(inspect_orphan_results(live)),
     )
-    paginator = Paginator(context_rows(product, archived), per_page)
+    latest = max(turns, key=lambda turn: (turn.started_at, turn.id), default=None)
+    rows = context_rows(product, archived, latest.id if latest is not None else "")
+    if explanation.error is not None:
+        mark_refused(rows)
+    paginator = Paginator(rows, per_page)
     whole = paginator.get_page(page or paginator.num_pages)
 
     streamed = stream_context(

@@ -12,7 +12,7 @@ from agentops.runtime.model import Role
 from sessions_app.access import get_session_for_user
 from sessions_app.models import Event
 from sessions_app.pages import presenters
-from sessions_app.pages.context_rows import TOKENIZER, compaction_facts, mark_refused
+from sessions_app.pages.context_rows import TOKENIZER, compaction_facts
 from sessions_app.pages.context_stream import stream_context
 from sessions_app.projector import load_outcomes
 from sessions_app.store import UnreadableRowError
@@ -63,8 +63,6 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
         if compaction is not None
         else None
     )
-    if explanation.error is not None:
-        mark_refused(list(streamed.page))
     awaiting = [
         call
         for issue in explanation.issues

@@ -34,7 +34,12 @@ from agentops.runtime.model import Event, Role
 from agentops.runtime.projection import ProjectionExplanation, explain_projection
 from agentops.runtime.protocol import OrphanResult, ToolProtocolIssue, inspect_orphan_results
 from agentops.runtime.session import Turn
-from sessions_app.pages.context_rows import ContextRow, context_rows, estimate_tokens
+from sessions_app.pages.context_rows import (
+    ContextRow,
+    context_rows,
+    estimate_tokens,
+    mark_refused,
+)
 from sessions_app.projector import (
     ProductExplanation,
     RecordedOutcome,
@@ -342,6 +347,9 @@ def stream_context(
         product = ProductExplanation(explanation=_EMPTY, state_only=tuple(state))
         rows.add(_Piece(rows.total, len(rest) + len(state), product=product, left=rest))
     issues = check.issues()
+    shown = rows.page(page, compaction, compacted_count, latest_turn_id)
+    if issues:
+        mark_refused(list(shown))  # the run refuses the history: no row would be sent
     return StreamedContext(
         explanation=StreamedExplanation(
             context=Tally(counts["context"]),
@@ -352,7 +360,7 @@ def stream_context(
         compacted=Tally(compacted_count),
         compaction=compaction,
         orphans=tuple(orphans),
-        page=rows.page(page, compaction, compacted_count, latest_turn_id),
+        page=shown,
         tokens=counts["tokens"],
         new_count=counts["new"],
         latest_turn=turns.get(latest_turn_id),

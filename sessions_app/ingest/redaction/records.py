@@ -53,17 +53,19 @@ def redact_parsed_session(parsed: ParsedSession) -> None:
     """Redact, in place, every stored value of a parsed session.
 
     Ids and names (session id, app name, user id, turn ids) get URL-safe id markers
-    (`redact_id`); the title is redacted, then cut to 500 characters; everything else
-    (state, source path, turn notes and failures, todo items, every event's text,
-    reasoning, author, source id, call ids, parts, tool calls, tool response, usage,
-    state delta and raw records, an export's todo audit rows and tool outcomes) is
-    redacted as text or as a JSON value (`redact_value`, JSON inside strings decoded).
+    (`redact_id`); the model name (cut to its 255-character column) and the title are
+    redacted, then cut (the title to 500 characters); everything else (state, source
+    path, turn notes and failures, todo items, every event's text, reasoning, author,
+    source id, call ids, parts, tool calls, tool response, usage, state delta and raw
+    records, an export's todo audit rows and tool outcomes) is redacted as text or as a
+    JSON value (`redact_value`, JSON inside strings decoded).
     """
     old_id = parsed.id
     parsed.id = redact_id(old_id)
     turn_id = _TurnIds(old_id, parsed.id)
     parsed.app_name = redact_id(parsed.app_name)
     parsed.user_id = redact_id(parsed.user_id)
+    parsed.model = redact_text(parsed.model)[:255]
     parsed.title = redact_text(parsed.title)[:TITLE_LENGTH]
     parsed.state = redact_value(parsed.state)
     if parsed.source_path is not None:
