@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from agentops.runtime.model import Event
 from agentops.runtime.session import Turn, TurnOutcome, TurnReason
+from sessions_app.ingest.redaction import redact_text, redact_value
 from sessions_app.live.groups import broadcast
 from sessions_app.live.payloads import (
     EVENT,
@@ -98,8 +100,17 @@ class LiveSessionService(DjangoSessionService):
             calls.ids.discard(event_id)
 
     async def broadcast_partial(self, event: Event) -> None:
-        """Send a partial event (as yielded by the runner) as ``live.partial``."""
+        """Send a partial event (as yielded by the runner) as ``live.partial``; its text,
+        reasoning and tool calls are redacted like stored events when
+        AGENTOPS_REDACT_RUNTIME_EVENTS is on (a fragment shows what the store will keep)."""
         payload = partial_payload(event, self._last_id.get(event.turn_id, 0))
+        if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
+            payload = {
+                **payload,
+                "delta": redact_text(payload["delta"]),
+                "reasoning": redact_text(payload["reasoning"]),
+                "tool_calls": redact_value(payload["tool_calls"]),
+            }
         await send(event.session_id, {"type": PARTIAL, "partial": payload})
 
     async def announce_turn(self, turn_id: str) -> None:
