@@ -103,7 +103,7 @@ def replace_nul(record: Any) -> None:
         setattr(record, item.name, _without_nul(getattr(record, item.name)))
 
 
-def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
+def parse_file(path: Path, source_format: str = "auto", text: str | None = None) -> ParseResult:
     """Read and parse `path` (UTF-8) in `source_format` ("auto" = detect).
 
     Returns the sessions and the problems found, with credential-shaped values already
@@ -113,12 +113,14 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
     can read, a session id that `session_id_problem` refuses or an agentops export that
     does not fit its format, and OSError when the file cannot be read. Bytes that are not
     UTF-8 are read as U+FFFD. Sources without timestamps get times from the file's
-    modification time (`normalise.synthetic_time`).
+    modification time (`normalise.synthetic_time`). `text`: the file's text when the
+    caller already read it (the live tail reads only what was appended).
     """
     at_line(0)
     written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
     database = _database_format(path, source_format)
-    text = "" if database else path.read_text(encoding="utf-8", errors="replace")
+    if text is None:
+        text = "" if database else path.read_text(encoding="utf-8", errors="replace")
     try:
         fmt = database or (detect_format(path, text) if source_format == "auto" else source_format)
         if fmt is None:

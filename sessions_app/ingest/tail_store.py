@@ -1,0 +1,180 @@
+"""The live tail's local sink: tailed transcripts into this database, watchers told at once.
+
+`LocalSink.sync` writes, in ONE transaction per file change, only what a re-parse of the
+file changed: new events (bulk insert, ids in conversation order), events whose values
+changed (Claude Code writes one assistant message as several lines: the stored event is
+updated in place, keeping its id and place), new and changed turns, the session's title,
+times and resume status, and the file's `ImportedFile` record (so a later one-shot import
+of the same bytes is a no-op). After the commit, `LiveSessionService` broadcasts each new
+event and each changed turn to the session page's watchers. A file read whole (first seen,
+or rewritten) goes through the one-shot import's own `store_result`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.db import transaction
+
+from sessions_app import models
+from sessions_app.ingest.errors import ImportRefusedError
+from sessions_app.ingest.files import gc_paused, store_result
+from sessions_app.ingest.parsed import ParsedSession, ParseResult
+from sessions_app.ingest.replace import plan_replacement
+from sessions_app.ingest.tail import FileState, Tracked
+from sessions_app.ingest.writer import (
+    delete_sessions,
+    event_rows,
+    insert_rows,
+    stored_path,
+    turn_rows,
+    write_parsed_session,
+)
+from sessions_app.live import LiveSessionService
+from sessions_app.store import EVENT_INSERT_COLUMNS, TURN_COLUMNS, refresh_resume_status
+from sessions_app.store.rows import event_from_row
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LocalSink"]
+
+
+class _Rewrite(Exception):
+    """The new parse does not extend what is stored (fewer events or turns)."""
+
+
+def _memo(parsed: ParsedSession, ids: list[int]) -> dict[str, Any]:
+    rows = list(event_rows(parsed.id, parsed.events))
+    return {
+        "fps": [hash(repr(r)) for r in rows],
+        "ids": ids,
+        "turns": {r[0]: r for r in turn_rows(parsed.id, parsed.turns)},
+    }
+
+
+def _event_ids(session_id: str, after: int = 0) -> list[int]:
+    rows = models.Event.objects.filter(session_id=session_id, id__gt=after).order_by("id")
+    return list(rows.values_list("id", flat=True))
+
+
+class LocalSink:
+    """Write tailed sessions into this database (`TranscriptTail`'s sink) and broadcast."""
+
+    def __init__(self) -> None:
+        self.live = LiveSessionService()
+
+    def held_whole(self, path: Path, state: FileState) -> bool:
+        """Whether `state`'s bytes of `path` are imported (its `ImportedFile` record) and
+        every session it held is still stored."""
+        record = models.ImportedFile.objects.filter(
+            sha256=state.sha256, path=stored_path(str(path))
+        ).first()
+        if record is None:
+            return False
+        stored = models.Session.objects.filter(id__in=state.session_ids).count()
+        return stored == len(state.session_ids)
+
+    def sync(self, path: Path, tracked: Tracked, result: ParseResult, whole: bool) -> int:
+        """Store what changed (see the module); returns how many events were written.
+        A session the import rules refuse (an id stored from another source) is logged
+        and skipped."""
+        try:
+            with gc_paused():
+                if whole:
+                    return self._whole(path, tracked, result)
+                try:
+                    return self._changes(path, tracked, result)
+                except _Rewrite:
+                    return self._whole(path, tracked, result)
+        except ImportRefusedError as refused:
+            logger.warning("%s", refused)
+            tracked.memo.clear()
+            return 0
+
+    def _whole(self, path: Path, tracked: Tracked, result: ParseResult) -> int:
+        here = stored_path(str(path))
+        with transaction.atomic():
+            # A rewritten file replaces what this file stored before, whatever it held.
+            mine = models.Session.objects.filter(source_path=here)
+            previous = list(mine.exclude(source_format="runtime").values_list("id", flat=True))
+            delete_sessions(previous)
+            store_result(path, tracked.state.sha256, result, strict=False, replace=False)
+        tracked.memo.clear()
+        for parsed in result.sessions:
+            tracked.memo[parsed.id] = _memo(parsed, _event_ids(parsed.id))
+            if parsed.turns:
+                async_to_sync(self.live.announce_turn)(parsed.turns[-1].id)
+        return sum(len(s.events) for s in result.sessions)
+
+    def _changes(self, path: Path, tracked: Tracked, result: ParseResult) -> int:
+        new_events: list[int] = []
+        changed_turns: list[str] = []
+        with transaction.atomic():
+            for parsed in result.sessions:
+                memo = tracked.memo.get(parsed.id)
+                if memo is None:  # a session that appeared in the file
+                    plan_replacement(path, [parsed], False)
+                    write_parsed_session(parsed, str(path))
+                    tracked.memo[parsed.id] = _memo(parsed, _event_ids(parsed.id))
+                    new_events.extend(tracked.memo[parsed.id]["ids"])
+                    changed_turns.extend(t.id for t in parsed.turns)
+                    continue
+                added, turns = self._session_changes(parsed, memo)
+                new_events.extend(added)
+                changed_turns.extend(turns)
+            self._record_file(path, tracked, result)
+        for row in models.Event.objects.filter(id__in=new_events).order_by("id"):
+            async_to_sync(self.live.announce_event)(event_from_row(row))
+        for turn_id in changed_turns:
+            async_to_sync(self.live.announce_turn)(turn_id)
+        return len(new_events)
+
+    @staticmethod
+    def _session_changes(
+        parsed: ParsedSession, memo: dict[str, Any]
+    ) -> tuple[list[int], list[str]]:
+        """Write one session's changes; returns (new event ids, changed turn ids)."""
+        sid = parsed.id
+        rows = list(event_rows(sid, parsed.events))
+        fps = [hash(repr(r)) for r in rows]
+        old, ids = memo["fps"], memo["ids"]
+        turns = {r[0]: r for r in turn_rows(sid, parsed.turns)}
+        if len(fps) < len(old) or not set(memo["turns"]) <= set(turns):
+            raise _Rewrite
+        for index in range(len(old)):
+            if fps[index] != old[index]:
+                values = dict(zip(EVENT_INSERT_COLUMNS, rows[index], strict=True))
+                models.Event.objects.filter(pk=ids[index]).update(**values)
+        insert_rows(models.Event, EVENT_INSERT_COLUMNS, rows[len(old) :])
+        added = _event_ids(sid, max(ids, default=0)) if len(rows) > len(old) else []
+        new_turns = [r for tid, r in turns.items() if tid not in memo["turns"]]
+        insert_rows(models.Turn, TURN_COLUMNS, new_turns)
+        changed = [tid for tid, r in turns.items() if memo["turns"].get(tid, r) != r]
+        for tid in changed:
+            values = dict(zip(TURN_COLUMNS, turns[tid], strict=True))
+            models.Turn.objects.filter(pk=tid).update(**values)
+        if added or changed or new_turns or fps != old:
+            models.Session.objects.filter(pk=sid).update(
+                title=parsed.title,
+                updated_at=parsed.updated_at,
+                state={k: v for k, v in parsed.state.items() if k != "todos"},
+            )
+            refresh_resume_status(sid)
+        memo.update(fps=fps, ids=ids + added, turns=turns)
+        return added, [r[0] for r in new_turns] + changed
+
+    @staticmethod
+    def _record_file(path: Path, tracked: Tracked, result: ParseResult) -> None:
+        """The file's `ImportedFile` record now describes what was read of it."""
+        here = stored_path(str(path))
+        models.ImportedFile.objects.filter(path=here).delete()
+        if not models.ImportedFile.objects.filter(sha256=tracked.state.sha256).exists():
+            models.ImportedFile.objects.create(
+                sha256=tracked.state.sha256,
+                path=here,
+                source_format=result.source_format,
+                session_ids=[s.id for s in result.sessions],
+            )
