@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from sessions_app.ingest import import_file
 from sessions_app.ingest.tail import TranscriptTail
 from sessions_app.ingest.tail_store import LocalSink
 from sessions_app.models import Event, ImportedFile, Session, Turn
+from tests.live.helpers import database_url_for_servers
 
 CLAUDE = "claude-code/agentcmd__full-session-three.jsonl"
 CODEX = "codex-cli/agentcmd__rollout-2025-09-25T15-12-14-019982b8.jsonl"
@@ -173,7 +173,7 @@ def test_watcher_subprocess_follows_a_growing_codex_rollout(corpus: Path, tmp_pa
     shutil.copy(source, target)
     expected = one_shot(target)
     target.unlink()
-    env = {**os.environ, "DATABASE_URL": _database_url()}
+    env = {**os.environ, "DATABASE_URL": database_url_for_servers()}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     child = subprocess.Popen(
         [sys.executable, "manage.py", "watch_transcripts", str(watched), "--poll", "0.05",
@@ -194,11 +194,3 @@ def test_watcher_subprocess_follows_a_growing_codex_rollout(corpus: Path, tmp_pa
         child.terminate()
         output = child.communicate(timeout=30)[0]
     assert "Traceback" not in output, output
-
-
-def _database_url() -> str:
-    settings_dict = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{settings_dict['NAME']}"
-    user, host, port = settings_dict["USER"], settings_dict["HOST"], settings_dict["PORT"]
-    return f"postgres://{user}@{host}:{port}/{settings_dict['NAME']}"

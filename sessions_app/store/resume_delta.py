@@ -45,7 +45,7 @@ from sessions_app.store.resume import protocol_events
 
 __all__ = ["status_after_append", "status_after_finish"]
 
-_COLUMNS = ("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id")
+_COLUMNS = ("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id", "author")
 _TOOL = Role.TOOL.value
 
 
