@@ -68,14 +68,15 @@ class LocalSink:
 
     def held_whole(self, path: Path, state: FileState) -> bool:
         """Whether `state`'s bytes of `path` are imported (its `ImportedFile` record) and
-        every session it held is still stored."""
+        every session it held is still stored, none with a turn still shown running."""
         record = models.ImportedFile.objects.filter(
             sha256=state.sha256, path=stored_path(str(path))
         ).first()
         if record is None:
             return False
         stored = models.Session.objects.filter(id__in=state.session_ids).count()
-        return stored == len(state.session_ids)
+        running = models.Turn.objects.filter(session_id__in=state.session_ids, status="running")
+        return stored == len(state.session_ids) and not running.exists()
 
     def sync(self, path: Path, tracked: Tracked, result: ParseResult, whole: bool) -> int:
         """Store what changed (see the module); returns how many events were written.

@@ -6,8 +6,9 @@ arrive, new files are picked up, and the session page's watchers see each event 
 With ``--to URL --api-key KEY`` the sessions go to a remote dashboard through its HTTP API
 (`sessions_app.ingest.tail_remote`) instead of this database.
 
-Exit codes: 0 after ``--once`` / ``--iterations`` or Ctrl-C; 2 for bad arguments (a
-missing path is fine: it is watched until it appears).
+No PATH: the paths of AGENTOPS_WATCH_PATHS. Exit codes: 0 after ``--once`` /
+``--iterations`` or Ctrl-C; 2 for bad arguments (no path at all, --to without --api-key,
+a negative idle time); a path that does not exist yet is watched until it appears.
 """
 
 from __future__ import annotations
@@ -39,11 +40,14 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        parser.add_argument("paths", nargs="+", metavar="PATH", help="file or folder to follow")
+        parser.add_argument(
+            "paths", nargs="*", metavar="PATH",
+            help="file or folder to follow (default: AGENTOPS_WATCH_PATHS)",
+        )  # fmt: skip
         parser.add_argument("--to", default="", metavar="URL", help="remote dashboard URL")
         parser.add_argument("--api-key", default="", metavar="KEY", help="API key for --to")
         parser.add_argument(
-            "--idle-seconds", type=float, default=30.0, metavar="N",
+            "--idle-seconds", type=float, default=None, metavar="N",
             help="seconds without growth before a session's latest turn gets its outcome",
         )  # fmt: skip
         parser.add_argument("--poll", type=float, default=1.0, metavar="SECONDS")
@@ -53,8 +57,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         to, key = str(options["to"]).rstrip("/"), str(options["api_key"])
+        paths = list(options["paths"]) or list(settings.AGENTOPS_WATCH_PATHS)
+        if not paths:
+            raise CommandError("name a PATH or set AGENTOPS_WATCH_PATHS", returncode=2)
         if bool(to) != bool(key):
             raise CommandError("--to and --api-key go together", returncode=2)
+        if options["idle_seconds"] is None:
+            options["idle_seconds"] = float(settings.AGENTOPS_WATCH_IDLE_SECONDS)
         if options["idle_seconds"] < 0 or options["poll"] <= 0:
             raise CommandError("--idle-seconds must be >= 0 and --poll > 0", returncode=2)
         sink: Sink
@@ -67,12 +76,10 @@ class Command(BaseCommand):
 
             sink = LocalSink()
         state = Path(options["state"]) if options["state"] else default_state_path(to)
-        tail = TranscriptTail(
-            options["paths"], sink, idle_seconds=options["idle_seconds"], state_path=state
-        )
+        tail = TranscriptTail(paths, sink, idle_seconds=options["idle_seconds"], state_path=state)
         iterations = 1 if options["once"] else (options["iterations"] or None)
         where = to or "this database"
-        self.stderr.write(f"watching {', '.join(options['paths'])} into {where} (state {state})")
+        self.stderr.write(f"watching {', '.join(paths)} into {where} (state {state})")
         try:
             tail.run(options["poll"], iterations)
         except KeyboardInterrupt:
