@@ -65,7 +65,7 @@ def _post_rate(client: Any, session_id: str, events: int, batch: int) -> float:
 
 
 async def _direct_rate(session_id: str, events: int) -> float:
-    from agentops.runtime.model import Content, Event
+    from agentops.runtime.model import Content, Event, Role
     from sessions_app.store import DjangoSessionService
 
     service = DjangoSessionService()
@@ -73,7 +73,7 @@ async def _direct_rate(session_id: str, events: int) -> float:
     for index in range(events):
         event = Event(
             session_id=session_id, author="bench",
-            content=Content(role="assistant", text=f"event {index}"),
+            content=Content(role=Role.ASSISTANT, text=f"event {index}"),
         )  # fmt: skip
         await service.append_event(event)
     return events / (time.perf_counter() - start)
