@@ -75,10 +75,9 @@ def serve() -> None:
         "ensure_demo_live_session()",
     )
     if os.environ.get("AGENTOPS_WATCH_PATHS", "").strip():
-        # Follows the transcript folders in the background (dies with this terminal's
-        # Ctrl-C, as the server does).
+        # The server process follows them in the background (agentops/asgi.py), so its
+        # watchers see each line at once without a shared channel layer.
         print("watching transcripts: " + os.environ["AGENTOPS_WATCH_PATHS"], flush=True)
-        subprocess.Popen([str(PY), "manage.py", "watch_transcripts"], cwd=ROOT)
     os.execv(
         str(PY),
         [str(PY), "-m", "daphne", "-b", "127.0.0.1", "-p", port, "agentops.asgi:application"],

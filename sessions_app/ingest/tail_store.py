@@ -1,22 +1,27 @@
 """The live tail's local sink: tailed transcripts into this database, watchers told at once.
 
 `LocalSink.sync` writes, in ONE transaction per file change, only what a re-parse of the
-file changed: new events (bulk insert, ids in conversation order), events whose values
-changed (Claude Code writes one assistant message as several lines: the stored event is
-updated in place, keeping its id and place), new and changed turns, the session's title,
-times and resume status, and the file's `ImportedFile` record (so a later one-shot import
-of the same bytes is a no-op). After the commit, `LiveSessionService` broadcasts each new
-event and each changed turn to the session page's watchers. A file read whole (first seen,
-or rewritten) goes through the one-shot import's own `store_result`.
+file changed: new events (bulk insert, ids in conversation order); events whose values
+changed (updated in place, keeping id and place; rare, since the last event of a running
+turn, which may still grow, is written only once a later one exists); new and changed
+turns; the session's title, times and resume status; and the file's `ImportedFile`
+record (so a later one-shot import of the same bytes is a no-op). After the commit,
+`LiveSessionService` broadcasts each new event and each changed turn to the session
+page's watchers. A file read whole (first seen, or rewritten) goes through the one-shot
+import's own `store_result`. `start_with` runs the tail inside a server process
+(AGENTOPS_WATCH_PATHS).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import logging
 from pathlib import Path
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
 from django.db import transaction
 
 from sessions_app import models
@@ -24,7 +29,7 @@ from sessions_app.ingest.errors import ImportRefusedError
 from sessions_app.ingest.files import gc_paused, store_result
 from sessions_app.ingest.parsed import ParsedSession, ParseResult
 from sessions_app.ingest.replace import plan_replacement
-from sessions_app.ingest.tail import FileState, Tracked
+from sessions_app.ingest.tail import FileState, Tracked, TranscriptTail
 from sessions_app.ingest.writer import (
     delete_sessions,
     event_rows,
@@ -39,7 +44,10 @@ from sessions_app.store.rows import event_from_row
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LocalSink"]
+__all__ = ["LocalSink", "start_with"]
+
+#: Seconds between the in-server watcher's passes.
+SERVER_POLL_SECONDS = 1.0
 
 
 class _Rewrite(Exception):
@@ -149,8 +157,13 @@ class LocalSink:
             if fps[index] != old[index]:
                 values = dict(zip(EVENT_INSERT_COLUMNS, rows[index], strict=True))
                 models.Event.objects.filter(pk=ids[index]).update(**values)
-        insert_rows(models.Event, EVENT_INSERT_COLUMNS, rows[len(old) :])
-        added = _event_ids(sid, max(ids, default=0)) if len(rows) > len(old) else []
+        # While the latest turn runs, its last event may still grow (Claude Code writes
+        # one message as several lines): it is written once a later one exists.
+        running = bool(parsed.turns) and parsed.turns[-1].status == "running"
+        limit = max(len(old), len(rows) - 1 if running else len(rows))
+        insert_rows(models.Event, EVENT_INSERT_COLUMNS, rows[len(old) : limit])
+        added = _event_ids(sid, max(ids, default=0)) if limit > len(old) else []
+        fps = fps[:limit]
         new_turns = [r for tid, r in turns.items() if tid not in memo["turns"]]
         insert_rows(models.Turn, TURN_COLUMNS, new_turns)
         changed = [tid for tid, r in turns.items() if memo["turns"].get(tid, r) != r]
@@ -179,3 +192,37 @@ class LocalSink:
                 source_format=result.source_format,
                 session_ids=[s.id for s in result.sessions],
             )
+
+
+async def watch_forever(paths: list[str], state_path: Path) -> None:
+    """Follow `paths` into this database from inside a server process, one pass every
+    `SERVER_POLL_SECONDS` (in a worker thread; its broadcasts reach this process's
+    watchers even on the in-memory channel layer). Errors are logged, never raised."""
+    tail = TranscriptTail(
+        paths, LocalSink(), idle_seconds=settings.AGENTOPS_WATCH_IDLE_SECONDS,
+        state_path=state_path,
+    )  # fmt: skip
+    while True:
+        try:
+            await sync_to_async(tail.poll, thread_sensitive=False)()
+        except Exception:
+            logger.warning("watching transcripts failed", exc_info=True)
+        await asyncio.sleep(SERVER_POLL_SECONDS)
+
+
+def start_with(application: Any) -> Any:
+    """`application` wrapped to start `watch_forever` on AGENTOPS_WATCH_PATHS once, on
+    the first ASGI call (daphne has no lifespan events), as the live demo starts."""
+    state: dict[str, asyncio.Task[None]] = {}
+    paths = list(settings.AGENTOPS_WATCH_PATHS)
+    state_path = Path(settings.BASE_DIR) / ".local" / "watch_state.json"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if "task" not in state and scope.get("type") in {"http", "websocket"}:
+            state["task"] = asyncio.create_task(
+                watch_forever(paths, state_path), name="agentops-watch",
+                context=contextvars.Context(),
+            )  # fmt: skip
+        await application(scope, receive, send)
+
+    return app
