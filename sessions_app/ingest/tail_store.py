@@ -54,10 +54,21 @@ class _Rewrite(Exception):
     """The new parse does not extend what is stored (fewer events or turns)."""
 
 
+#: Where `event_rows` puts the source records (`raw`, the largest value): the fingerprint
+#: takes how many there are (a Claude Code message merged from one more line has one more).
+_RAW = EVENT_INSERT_COLUMNS.index("raw")
+
+
+def _fingerprint(row: tuple[Any, ...]) -> int:
+    """A hash of an event row's values, its raw records counted (this process only)."""
+    raw = row[_RAW]
+    return hash(repr((*row[:_RAW], len(raw) if isinstance(raw, list) else 1, *row[_RAW + 1 :])))
+
+
 def _memo(parsed: ParsedSession, ids: list[int]) -> dict[str, Any]:
     rows = list(event_rows(parsed.id, parsed.events))
     return {
-        "fps": [hash(repr(r)) for r in rows],
+        "fps": [_fingerprint(r) for r in rows],
         "ids": ids,
         "turns": {r[0]: r for r in turn_rows(parsed.id, parsed.turns)},
     }
@@ -148,7 +159,7 @@ class LocalSink:
         """Write one session's changes; returns (new event ids, changed turn ids)."""
         sid = parsed.id
         rows = list(event_rows(sid, parsed.events))
-        fps = [hash(repr(r)) for r in rows]
+        fps = [_fingerprint(r) for r in rows]
         old, ids = memo["fps"], memo["ids"]
         turns = {r[0]: r for r in turn_rows(sid, parsed.turns)}
         if len(fps) < len(old) or not set(memo["turns"]) <= set(turns):
