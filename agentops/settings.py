@@ -304,7 +304,8 @@ AGENTOPS_LIVE_DEMO = envbool("AGENTOPS_LIVE_DEMO", False)
 AGENTOPS_WATCHER_RECHECK_SECONDS = envint("AGENTOPS_WATCHER_RECHECK_SECONDS", 30)
 
 # Transcript folders/files `manage.py watch_transcripts` follows when given no PATH
-# (comma-separated, `~` expanded); `dev.py serve` runs it in the background when set.
+# (comma-separated, `~` expanded); a server process with it set (`dev.py serve`) follows
+# them itself in the background (agentops/asgi.py).
 AGENTOPS_WATCH_PATHS = envlist("AGENTOPS_WATCH_PATHS", [])
 # Seconds a watched transcript must stop growing before its latest turn gets its outcome.
 AGENTOPS_WATCH_IDLE_SECONDS = envint("AGENTOPS_WATCH_IDLE_SECONDS", 30)
