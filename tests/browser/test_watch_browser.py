@@ -33,7 +33,7 @@ def test_growing_claude_transcript_is_live_on_the_session_page(
         page = browser.new_context().new_page()
         _sign_in(page, server.url, operator_user)  # the first call starts the watcher
         deadline = time.monotonic() + 30
-        while page.goto(f"{server.url}/sessions/{SESSION}/").status == 404:
+        while (answer := page.goto(f"{server.url}/sessions/{SESSION}/")) and answer.status == 404:
             assert time.monotonic() < deadline, "the watched transcript never appeared"
             time.sleep(0.5)
         page.wait_for_selector(".live-indicator[data-state=live]")
