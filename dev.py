@@ -97,6 +97,10 @@ def serve() -> None:
         "from sessions_app.live.demo_live import ensure_demo_live_session\n"
         "ensure_demo_live_session()",
     )
+    if os.environ.get("AGENTOPS_WATCH_PATHS", "").strip():
+        # The server process follows them in the background (agentops/asgi.py), so its
+        # watchers see each line at once without a shared channel layer.
+        step("watching transcripts: " + os.environ["AGENTOPS_WATCH_PATHS"])
     step(f"starting the server on port {port}")
     server = subprocess.Popen(
         [str(PY), "-m", "daphne", "-b", "127.0.0.1", "-p", port, "agentops.asgi:application"],

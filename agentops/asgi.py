@@ -7,7 +7,8 @@ session authentication. With
 the demo session ``demo-live`` running a slowly streaming turn (`sessions_app.live.demo_live`),
 started on the first connection, so the dashboard always shows a live turn. On its first
 call a server process also records abandoned the turns whose process died
-(`sessions_app.live.stuck.recover_on_first_call`).
+(`sessions_app.live.stuck.recover_on_first_call`), and with ``AGENTOPS_WATCH_PATHS`` set it
+follows those transcript folders (`sessions_app.ingest.tail_store.start_with`).
 """
 
 from __future__ import annotations
@@ -44,3 +45,10 @@ if settings.AGENTOPS_LIVE_DEMO:
     from sessions_app.live.demo_live import start_with
 
     application = start_with(application)
+
+# AGENTOPS_WATCH_PATHS: this server process also follows those transcript folders
+# (`manage.py watch_transcripts` in the background; sessions_app.ingest.tail_store).
+if settings.AGENTOPS_WATCH_PATHS:
+    from sessions_app.ingest.tail_store import start_with as watch_with
+
+    application = watch_with(application)

@@ -340,6 +340,13 @@ AGENTOPS_LIVE_DEMO = envbool("AGENTOPS_LIVE_DEMO", False)
 # may no longer view sessions; sign-out, deactivation and role changes close it at once.
 AGENTOPS_WATCHER_RECHECK_SECONDS = envint("AGENTOPS_WATCHER_RECHECK_SECONDS", 30)
 
+# Transcript folders/files `manage.py watch_transcripts` follows when given no PATH
+# (comma-separated, `~` expanded); a server process with it set (`dev.py serve`) follows
+# them itself in the background (agentops/asgi.py).
+AGENTOPS_WATCH_PATHS = envlist("AGENTOPS_WATCH_PATHS", [])
+# Seconds a watched transcript must stop growing before its latest turn gets its outcome.
+AGENTOPS_WATCH_IDLE_SECONDS = envint("AGENTOPS_WATCH_IDLE_SECONDS", 30)
+
 # HTTP API (/api/v1/): request bodies larger than this many bytes get 413 problem+json.
 AGENTOPS_API_MAX_BODY_BYTES = envint("AGENTOPS_API_MAX_BODY_BYTES", 5_000_000)
 # Django refuses bodies above DATA_UPLOAD_MAX_MEMORY_SIZE with a plain 400; keep it above.

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -29,9 +30,11 @@ from agentops.runtime.session import Session, Turn, TurnStatus
 from sessions_app import models
 from sessions_app.api.models import EventClientKey, RunLease
 from sessions_app.api.problems import ApiProblem
-from sessions_app.ingest.redaction import redact_value
+from sessions_app.ingest.redaction import redact_event_fields, redact_value
+from sessions_app.ingest.writer import insert_rows
 from sessions_app.live import LiveSessionService
 from sessions_app.store import turn_from_row
+from sessions_app.store.rows import event_from_values, row_fields_from_event
 
 __all__ = ["ApiSessionService", "BatchItem", "redact_event"]
 
@@ -146,21 +149,36 @@ class ApiSessionService(LiveSessionService):
                     session_id=session_id, client_key__in=keys
                 ).values_list("client_key", "event_id", "event__created_at")
             }
-            ids: list[tuple[int, datetime]] = []
-            new: list[Event] = []
-            for item in items:
+            stored: dict[int, Event] = {}
+            plain: list[tuple[int, Event]] = []
+            for index, item in enumerate(items):
                 if item.client_key in known:
-                    ids.append(known[item.client_key])
                     continue
-                stored = self._append_event(item.event)
-                if item.client_key:
-                    EventClientKey.objects.create(
-                        session_id=session_id, client_key=item.client_key, event_id=stored.id
+                if _is_plain(item.event):
+                    plain.append((index, item.event))
+                    continue
+                _insert_plain(session_id, plain, stored)
+                plain = []
+                stored[index] = self._append_event(item.event)
+            _insert_plain(session_id, plain, stored)
+            EventClientKey.objects.bulk_create(
+                [
+                    EventClientKey(
+                        session_id=session_id, client_key=items[i].client_key, event_id=e.id
                     )
-                assert stored.created_at is not None
-                ids.append((stored.id, stored.created_at))
-                new.append(stored)
-        return ids, new
+                    for i, e in stored.items()
+                    if items[i].client_key
+                ]
+            )
+            ids: list[tuple[int, datetime]] = []
+            for index, item in enumerate(items):
+                event = stored.get(index)
+                if event is None:
+                    ids.append(known[item.client_key])
+                else:
+                    assert event.created_at is not None
+                    ids.append((event.id, event.created_at))
+        return ids, [stored[i] for i in sorted(stored)]
 
     async def publish_partial(self, event: Event) -> None:
         """Send a partial event to the session's watchers (never stored)."""
@@ -218,3 +236,56 @@ class ApiSessionService(LiveSessionService):
             begun = self._begin_turn(session_id, turn)
             models.Turn.objects.filter(pk=turn.id).update(status_note=f"via {self.actor}")
         return begun, True
+
+
+def _is_plain(event: Event) -> bool:
+    """An event that changes neither the session state nor its resume status (no state
+    delta, no tool call, not a tool result: `store.resume_delta.status_after_append`
+    leaves the status as it is), so a run of them is stored with one bulk insert."""
+    content = event.content
+    return not event.state_delta and not content.tool_calls and content.role != "tool"
+
+
+def _insert_plain(session_id: str, run: list[tuple[int, Event]], stored: dict[int, Event]) -> None:
+    """Store a run of plain events (`_is_plain`) of one batch: one UPDATE of the session
+    (locks its row on PostgreSQL, so ids grow in commit order) and one bulk INSERT, with
+    the store's redaction; fills `stored` (batch index -> stored copy)."""
+    if not run:
+        return
+    now = timezone.now()
+    models.Session.objects.filter(pk=session_id).update(updated_at=now)
+    rows: list[tuple[Any, ...]] = []
+    copies: list[Event] = []
+    for _index, event in run:
+        fields = row_fields_from_event(event)
+        if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
+            redacted = redact_event_fields(fields)
+            if redacted is not fields:
+                fields = redacted
+                event = event_from_values(
+                    {**fields, "id": 0, "session_id": session_id, "created_at": None,
+                     "updated_at": None}
+                )  # fmt: skip
+        rows.append((session_id, now, now, *(fields[name] for name in _PLAIN_FIELDS)))
+        copies.append(event)
+    # The writer's executemany path (`ingest.writer.insert_rows`): the ORM's bulk_create
+    # spent most of a batch compiling SQL. The session row is locked (the UPDATE above),
+    # so the new rows are this session's ids above its last one, in insertion order.
+    last = models.Event.objects.filter(session_id=session_id).order_by("-id")
+    before = last.values_list("id", flat=True).first() or 0
+    insert_rows(models.Event, ("session_id", "created_at", "updated_at", *_PLAIN_FIELDS), rows)
+    new_ids = _ids_after(session_id, before)
+    for (index, _event), row_id, copy in zip(run, new_ids, copies, strict=True):
+        stored[index] = copy.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
+
+
+def _ids_after(session_id: str, before: int) -> list[int]:
+    rows = models.Event.objects.filter(session_id=session_id, id__gt=before).order_by("id")
+    return list(rows.values_list("id", flat=True))
+
+
+#: The columns `row_fields_from_event` fills, in a fixed order.
+_PLAIN_FIELDS = (
+    "turn_id", "author", "role", "text", "parts", "reasoning", "tool_calls", "tool_response",
+    "tool_call_id", "finish_reason", "usage", "state_delta",
+)  # fmt: skip

@@ -11,6 +11,7 @@ import dataclasses
 import gc
 import hashlib
 import math
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -42,6 +43,10 @@ ADK_DATABASE = Session.SourceFormat.ADK_DATABASE
 
 #: The file names a directory walk imports (`.db`: ADK session databases).
 SUFFIXES = (".jsonl", ".json", ".db")
+#: Text that can hold a number no database column holds: a 3-digit exponent (1e400 reads
+#: as infinity), 300 digits in a row (1000...0.0), or the Infinity / NaN literals Python's
+#: JSON reader accepts.
+NON_FINITE_HINT = re.compile(r"[eE][+-]?\d{3}|\d{300}|Infinity|NaN")
 #: Errors a parser raises on a value it did not expect: the file is refused in one line.
 BAD_VALUE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
@@ -108,7 +113,7 @@ def replace_nul(record: Any) -> None:
         setattr(record, item.name, _without_nul(getattr(record, item.name)))
 
 
-def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
+def parse_file(path: Path, source_format: str = "auto", text: str | None = None) -> ParseResult:
     """Read and parse `path` (UTF-8) in `source_format` ("auto" = detect).
 
     Returns the sessions and the problems found, with credential-shaped values already
@@ -118,12 +123,14 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
     can read, a session id that `session_id_problem` refuses or an agentops export that
     does not fit its format, and OSError when the file cannot be read. Bytes that are not
     UTF-8 are read as U+FFFD. Sources without timestamps get times from the file's
-    modification time (`normalise.synthetic_time`).
+    modification time (`normalise.synthetic_time`). `text`: the file's text when the
+    caller already read it (the live tail reads only what was appended).
     """
     at_line(0)
     written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
     database = _database_format(path, source_format)
-    text = "" if database else path.read_text(encoding="utf-8", errors="replace")
+    if text is None:
+        text = "" if database else path.read_text(encoding="utf-8", errors="replace")
     try:
         fmt = database or (detect_format(path, text) if source_format == "auto" else source_format)
         if fmt is None:
@@ -141,7 +148,9 @@ def parse_file(path: Path, source_format: str = "auto") -> ParseResult:
         if isinstance(exc, UnknownFormatError | ImportRefusedError):
             raise
         raise ImportRefusedError(path, bad_value_reason(exc), current_line()) from None
-    check_parse_result(path, result, "\x00" in text or "\\u0000" in text or bool(database))
+    may_hold_nul = "\x00" in text or "\\u0000" in text or bool(database)
+    non_finite = bool(database) or NON_FINITE_HINT.search(text) is not None
+    check_parse_result(path, result, may_hold_nul, may_hold_non_finite=non_finite)
     result.source_format = fmt
     return result
 
@@ -162,10 +171,14 @@ def bad_value_reason(exc: BaseException) -> str:
     return f"unreadable value ({type(exc).__name__}: {detail})"
 
 
-def check_parse_result(path: Path | str, result: ParseResult, may_hold_nul: bool) -> None:
+def check_parse_result(
+    path: Path | str, result: ParseResult, may_hold_nul: bool, *, may_hold_non_finite: bool = True
+) -> None:
     """Refuse, with `ImportRefusedError`, a result with no session (saying why), a
     session id that `session_id_problem` refuses, or a number no database column holds
-    (infinite: JSON's 1e400); replace NUL characters (`replace_nul`) when `may_hold_nul`."""
+    (infinite: JSON's 1e400; looked for only when `may_hold_non_finite`: the walk over
+    every value cost as much as the parse); replace NUL characters (`replace_nul`) when
+    `may_hold_nul`."""
     if not result.sessions:
         reason = result.empty_reason or "no conversation in it"
         if result.problems:
@@ -179,7 +192,7 @@ def check_parse_result(path: Path | str, result: ParseResult, may_hold_nul: bool
         problem = session_id_problem(parsed.id)
         if problem is not None:
             raise ImportRefusedError(path, problem)
-        problem = _non_finite(parsed)
+        problem = _non_finite(parsed) if may_hold_non_finite else None
         if problem is not None:
             raise ImportRefusedError(path, problem, 0)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, cast
@@ -14,7 +14,7 @@ from django.db import connection, models, transaction
 from agentops.runtime.model import Event as RuntimeEvent
 from agentops.runtime.session import Turn as RuntimeTurn
 from sessions_app.ingest.model_name import model_named
-from sessions_app.ingest.parsed import ParsedSession
+from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTurn
 from sessions_app.ingest.redaction import redact_path
 from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.signals import parsed_session_written
@@ -244,6 +244,50 @@ def parsed_resume_status(parsed: ParsedSession) -> tuple[int, bool]:
     return resume_status(turns, events)
 
 
+def turn_rows(sid: str, turns: Iterable[ParsedTurn]) -> Iterator[tuple[Any, ...]]:
+    """Row values of parsed turns of session `sid`, in `TURN_COLUMNS` (declaration) order."""
+    for t in turns:
+        yield (
+            t.id,
+            sid,
+            t.status,
+            t.reason,
+            t.failure_code,
+            t.failure_stage,
+            t.failure_message,
+            t.status_note,
+            t.started_at,
+            t.finished_at,
+        )
+
+
+def event_rows(sid: str, events: Iterable[ParsedEvent]) -> Iterator[tuple[Any, ...]]:
+    """Row values of parsed events of session `sid`, in `EVENT_INSERT_COLUMNS` order."""
+    for e in events:
+        yield (
+            sid,
+            e.turn_id,
+            e.source_id[:255],
+            e.author[:255],
+            e.role,
+            e.text,
+            e.parts,
+            e.reasoning,
+            e.tool_calls,
+            e.tool_response,
+            e.tool_call_id[:255],
+            e.pending_call_ids,
+            e.finish_reason,
+            e.usage,
+            e.state_delta,
+            e.raw,
+            e.created_at,
+            e.updated_at or e.created_at,
+            e.deleted_at,
+            e.archived_at,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedSession:
     """A parsed session ready to write (`prepare_parsed_session`): its resume status and
@@ -272,54 +316,8 @@ def prepare_parsed_session(parsed: ParsedSession, source_path: str) -> PreparedS
         issue_count=issue_count,
         cannot_resume=cannot_resume,
         orphan_count=orphan_count(facts),
-        turns=prepare_rows(
-            Turn,
-            TURN_COLUMNS,  # each row's values in this (declaration) order
-            (
-                (
-                    t.id,
-                    sid,
-                    t.status,
-                    t.reason,
-                    t.failure_code,
-                    t.failure_stage,
-                    t.failure_message,
-                    t.status_note,
-                    t.started_at,
-                    t.finished_at,
-                )
-                for t in parsed.turns
-            ),
-        ),
-        events=prepare_rows(
-            Event,
-            EVENT_INSERT_COLUMNS,  # each row's values in this (declaration) order
-            (
-                (
-                    sid,
-                    e.turn_id,
-                    e.source_id[:255],
-                    e.author[:255],
-                    e.role,
-                    e.text,
-                    e.parts,
-                    e.reasoning,
-                    e.tool_calls,
-                    e.tool_response,
-                    e.tool_call_id[:255],
-                    e.pending_call_ids,
-                    e.finish_reason,
-                    e.usage,
-                    e.state_delta,
-                    e.raw,
-                    e.created_at,
-                    e.updated_at or e.created_at,
-                    e.deleted_at,
-                    e.archived_at,
-                )
-                for e in parsed.events
-            ),
-        ),
+        turns=prepare_rows(Turn, TURN_COLUMNS, turn_rows(sid, parsed.turns)),
+        events=prepare_rows(Event, EVENT_INSERT_COLUMNS, event_rows(sid, parsed.events)),
     )
 
 

@@ -1,0 +1,46 @@
+"""A batch mixing plain events (one bulk insert) with tool calls, results and state deltas
+(the store's own append) keeps batch order as conversation order, and the resume status
+the store keeps equals its full recomputation."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app.models import Event, Session
+from sessions_app.store import refresh_resume_status
+from tests.api.conftest import ApiClient
+
+pytestmark = pytest.mark.django_db
+
+
+def _item(key: str, content: dict[str, object], **extra: object) -> dict[str, object]:
+    return {"client_key": key, "turn_id": "t-1", "content": content, **extra}
+
+
+def test_mixed_batch_keeps_order_status_and_retry(writer: ApiClient) -> None:
+    assert writer.post("/sessions", {"app_name": "ops", "session_id": "s-b"}).status_code == 201
+    assert writer.post("/sessions/s-b/turns", {"turn_id": "t-1"}).status_code == 201
+    call = {"id": "c-1", "name": "ls", "arguments": {}}
+    batch = {
+        "events": [
+            _item("a", {"role": "user", "text": "list"}),
+            _item("b", {"role": "assistant", "text": "thinking"}),
+            _item("c", {"role": "assistant", "tool_calls": [call]}),
+            _item("d", {"role": "tool", "tool_response": {"tool_call_id": "c-1", "name": "ls",
+                                                         "result": {"out": "x"}}}),
+            _item("e", {"role": "assistant", "text": "done"}, state_delta={"k": 1}),
+            _item("f", {"role": "assistant", "text": "token sk-ant-api03-" + "a" * 90}),
+            _item("g", {"role": "assistant", "text": "bye"}),
+        ]
+    }  # fmt: skip
+    answer = writer.post("/sessions/s-b/events", batch).json()
+    stored = list(Event.objects.filter(session_id="s-b").order_by("id"))
+    assert answer["ids"] == [e.id for e in stored]
+    assert [e.text for e in stored][:3] == ["list", "thinking", ""]
+    assert stored[3].role == "tool" and stored[6].text == "bye"
+    assert "sk-ant-api03" not in stored[5].text  # redacted on the bulk path too
+    assert Session.objects.get(pk="s-b").state == {"k": 1}
+    kept = Session.objects.values_list("protocol_issue_count", "cannot_resume").get(pk="s-b")
+    assert refresh_resume_status("s-b") == kept
+    assert writer.post("/sessions/s-b/events", batch).json() == answer
+    assert Event.objects.filter(session_id="s-b").count() == 7
