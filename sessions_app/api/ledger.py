@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -30,11 +29,11 @@ from agentops.runtime.session import Session, Turn, TurnStatus
 from sessions_app import models
 from sessions_app.api.models import EventClientKey, RunLease
 from sessions_app.api.problems import ApiProblem
-from sessions_app.ingest.redaction import redact_event_fields, redact_value
+from sessions_app.ingest.redaction import redact_value
 from sessions_app.ingest.writer import insert_rows
 from sessions_app.live import LiveSessionService
 from sessions_app.store import turn_from_row
-from sessions_app.store.rows import event_from_values, row_fields_from_event
+from sessions_app.store.service import stored_fields
 
 __all__ = ["ApiSessionService", "BatchItem", "redact_event"]
 
@@ -257,15 +256,7 @@ def _insert_plain(session_id: str, run: list[tuple[int, Event]], stored: dict[in
     rows: list[tuple[Any, ...]] = []
     copies: list[Event] = []
     for _index, event in run:
-        fields = row_fields_from_event(event)
-        if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
-            redacted = redact_event_fields(fields)
-            if redacted is not fields:
-                fields = redacted
-                event = event_from_values(
-                    {**fields, "id": 0, "session_id": session_id, "created_at": None,
-                     "updated_at": None}
-                )  # fmt: skip
+        fields, event = stored_fields(event)
         rows.append((session_id, now, now, *(fields[name] for name in _PLAIN_FIELDS)))
         copies.append(event)
     # The writer's executemany path (`ingest.writer.insert_rows`): the ORM's bulk_create

@@ -197,3 +197,14 @@ class SyntheticClock:
     def __call__(self) -> datetime:
         self.count += 1
         return synthetic_time(self.count - 1)
+
+
+def json_or_none(value: Any) -> Any:
+    """`value` decoded when it is JSON text, None when it is text that is not JSON, else
+    `value` itself (a column or attribute that holds JSON as text or already decoded)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value

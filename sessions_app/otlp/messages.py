@@ -18,10 +18,11 @@ cannot read is skipped).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from sessions_app.ingest.normalise import json_or_none
 
 __all__ = ["Call", "Message", "Result", "input_messages", "output_messages", "system_text"]
 
@@ -58,19 +59,10 @@ class Message:
 _ROLES = {"model": "assistant", "ai": "assistant", "human": "user", "function": "tool"}
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
-
-
 def arguments_object(value: Any) -> dict[str, Any]:
     """Tool arguments as an object: a JSON string decoded, a non-object kept under
     ``value``."""
-    decoded = _json(value) if isinstance(value, str) else value
+    decoded = json_or_none(value) if isinstance(value, str) else value
     if isinstance(decoded, dict):
         return decoded
     if value in (None, ""):
@@ -117,7 +109,7 @@ def _genai_message(item: Any) -> Message | None:
 
 
 def _genai(value: Any) -> list[Message]:
-    decoded = _json(value)
+    decoded = json_or_none(value)
     if not isinstance(decoded, list):
         return []
     return [message for item in decoded if (message := _genai_message(item)) is not None]
@@ -207,7 +199,7 @@ def input_messages(attributes: dict[str, Any]) -> list[Message]:
     present; [] when content was not captured."""
     if "gen_ai.input.messages" in attributes:
         return _genai(attributes["gen_ai.input.messages"])
-    request = _json(attributes.get("gcp.vertex.agent.llm_request"))
+    request = json_or_none(attributes.get("gcp.vertex.agent.llm_request"))
     if isinstance(request, dict):
         contents = request.get("contents") or []
         return [m for c in contents if (m := _adk_content(c)) is not None]
@@ -218,7 +210,7 @@ def output_messages(attributes: dict[str, Any]) -> list[Message]:
     """The messages a model span answered with; [] when content was not captured."""
     if "gen_ai.output.messages" in attributes:
         return _genai(attributes["gen_ai.output.messages"])
-    response = _json(attributes.get("gcp.vertex.agent.llm_response"))
+    response = json_or_none(attributes.get("gcp.vertex.agent.llm_response"))
     if isinstance(response, dict):
         message = _adk_content(response.get("content"))
         return [message] if message is not None else []
@@ -227,7 +219,7 @@ def output_messages(attributes: dict[str, Any]) -> list[Message]:
 
 def system_text(attributes: dict[str, Any]) -> str:
     """The system instructions of a model span ("" when absent or not captured)."""
-    decoded = _json(attributes.get("gen_ai.system_instructions"))
+    decoded = json_or_none(attributes.get("gen_ai.system_instructions"))
     if isinstance(decoded, list):
         texts = [p.get("content") for p in decoded if isinstance(p, dict)]
         return "\n".join(t for t in texts if isinstance(t, str))

@@ -53,6 +53,19 @@ __all__ = ["DjangoSessionService"]
 _T = TypeVar("_T")
 
 
+def stored_fields(event: Event) -> tuple[dict[str, Any], Event]:
+    """The column values `event` is stored with (`row_fields_from_event`), redacted when
+    AGENTOPS_REDACT_RUNTIME_EVENTS is on, and the runtime event as stored: the copy the
+    runtime keeps (and shows live) is the one a later read gives."""
+    fields = row_fields_from_event(event)
+    if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
+        redacted = redact_event_fields(fields)
+        if redacted is not fields:
+            values = {**redacted, "id": 0, "session_id": event.session_id}
+            return redacted, event_from_values({**values, "created_at": None, "updated_at": None})
+    return fields, event
+
+
 class DjangoSessionService:
     """`SessionService` + `TurnStore` + `RunLock` on the Django models (docs/runtime.md §2).
 
@@ -155,22 +168,7 @@ class DjangoSessionService:
         return await sync_to_async(self._append_event)(event)
 
     def _append_event(self, event: Event) -> Event:
-        fields = row_fields_from_event(event)
-        if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
-            redacted = redact_event_fields(fields)
-            if redacted is not fields:
-                # Stored and returned redacted: the copy the runtime keeps (and shows
-                # live) is the one a later read gives.
-                fields = redacted
-                event = event_from_values(
-                    {
-                        **fields,
-                        "id": 0,
-                        "session_id": event.session_id,
-                        "created_at": None,
-                        "updated_at": None,
-                    }
-                )
+        fields, event = stored_fields(event)
         # temp: keys live only in the returned copy (docs/runtime.md §2).
         delta = persisted_state(fields["state_delta"])
         fields = {**fields, "state_delta": dict(delta)}

@@ -35,6 +35,7 @@ from urllib.parse import quote
 
 from sessions_app.ingest.errors import ImportRefusedError, UnknownFormatError
 from sessions_app.ingest.formats.google_adk import adk_session
+from sessions_app.ingest.normalise import json_or_none
 from sessions_app.ingest.parsed import ImportProblem, ParseResult
 from sessions_app.ingest.registry import DatabaseFormat
 from sessions_app.models import Session
@@ -115,7 +116,7 @@ def read_actions(blob: Any) -> dict[str, Any]:
     if isinstance(blob, memoryview):
         blob = blob.tobytes()
     if isinstance(blob, str):
-        return _json(blob) or {}
+        return json_or_none(blob) or {}
     if not isinstance(blob, bytes | bytearray) or not blob:
         return {}
     try:
@@ -123,15 +124,6 @@ def read_actions(blob: Any) -> dict[str, Any]:
     except Exception:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
 
 
 def _time(value: Any) -> Any:
@@ -144,9 +136,9 @@ def _time(value: Any) -> Any:
 def _v0_event(row: dict[str, Any]) -> dict[str, Any]:
     event = {k: row[k] for k in ("id", "invocation_id", "author", "branch")}
     event["timestamp"] = _time(row["timestamp"])
-    event["content"] = _json(row["content"])
+    event["content"] = json_or_none(row["content"])
     event["actions"] = read_actions(row["actions"])
-    event["long_running_tool_ids"] = _json(row["long_running_tool_ids_json"]) or []
+    event["long_running_tool_ids"] = json_or_none(row["long_running_tool_ids_json"]) or []
     for key in ("partial", "turn_complete", "error_code", "error_message", "interrupted"):
         if row[key] is not None:
             event[key] = (
@@ -156,7 +148,7 @@ def _v0_event(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _v1_event(row: dict[str, Any]) -> dict[str, Any]:
-    data = _json(row["event_data"])
+    data = json_or_none(row["event_data"])
     event = dict(data) if isinstance(data, dict) else {}
     event.setdefault("id", row["id"])
     event.setdefault("invocation_id", row["invocation_id"])
@@ -182,11 +174,11 @@ def sessions_from_rows(
     result = ParseResult(sessions=[], problems=problems)
     for row in sessions:
         key = (row["app_name"], row["user_id"], row["id"])
-        state = _json(row["state"])
+        state = json_or_none(row["state"])
         state = dict(state) if isinstance(state, dict) else {}
-        for k, v in (_json(app_states.get(row["app_name"])) or {}).items():
+        for k, v in (json_or_none(app_states.get(row["app_name"])) or {}).items():
             state[f"app:{k}"] = v
-        for k, v in (_json(user_states.get(key[:2])) or {}).items():
+        for k, v in (json_or_none(user_states.get(key[:2])) or {}).items():
             state[f"user:{k}"] = v
         document = {
             "id": row["id"],
