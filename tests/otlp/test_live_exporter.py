@@ -19,7 +19,7 @@ from tests.otlp.agent_spans import (
     ok_turn,
     provider,
 )
-from tests.otlp.test_receiver import database_text
+from tests.test_redaction_shapes import database_text
 
 
 @pytest.mark.django_db(transaction=True)

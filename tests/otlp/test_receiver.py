@@ -9,7 +9,6 @@ import random
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.test import override_settings
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -24,6 +23,7 @@ from tests.otlp.agent_spans import (
     protobuf_body,
 )
 from tests.otlp.conftest import OtlpPoster
+from tests.test_redaction_shapes import database_text
 
 
 def landed() -> list[Any]:
@@ -45,12 +45,6 @@ def landed() -> list[Any]:
             turns.append((turn.status, turn.reason, turn.failure_code, turn.failure_stage, events))
         found.append((session.id, session.app_name, session.user_id, turns))
     return found
-
-
-def database_text() -> str:
-    assert connection.vendor == "sqlite"
-    connection.ensure_connection()
-    return "\n".join(connection.connection.iterdump())
 
 
 def test_protobuf_conversation_lands_as_sessions_turns_and_events(poster: OtlpPoster) -> None:
