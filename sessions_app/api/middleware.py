@@ -37,6 +37,19 @@ def _too_large(request: HttpRequest) -> HttpResponse | None:
     )
 
 
+def _nul_in_body(request: HttpRequest) -> HttpResponse | None:
+    """400 problem+json for a JSON body of the API holding a NUL character (raw or
+    escaped): PostgreSQL text cannot store it, and nothing is written."""
+    if not request.path.startswith("/api/v1/") or request.content_type != "application/json":
+        return None
+    body = request.body
+    if b"\x00" not in body and b"\\u0000" not in body:
+        return None
+    return problem_response(
+        request, 400, "nul-character", "the body holds a NUL character (\\u0000): text cannot"
+    )
+
+
 def _head_as_get(request: HttpRequest) -> bool:
     """Run an API HEAD request as GET; True when the body must then be dropped."""
     if request.method != "HEAD" or not request.path.startswith("/api/"):
@@ -57,7 +70,7 @@ def api_body_limit(get_response: Handler) -> Handler:
     if iscoroutinefunction(get_response):
 
         async def middleware(request: HttpRequest) -> HttpResponse:
-            refused = _too_large(request)
+            refused = _too_large(request) or _nul_in_body(request)
             if refused is not None:
                 return refused
             head = _head_as_get(request)
@@ -69,7 +82,7 @@ def api_body_limit(get_response: Handler) -> Handler:
         return middleware
 
     def sync_middleware(request: HttpRequest) -> HttpResponse:
-        refused = _too_large(request)
+        refused = _too_large(request) or _nul_in_body(request)
         if refused is not None:
             return refused
         head = _head_as_get(request)

@@ -187,3 +187,14 @@ def test_sweep_abandons_the_turns_of_expired_leases(writer: ApiClient, session: 
     turn = Turn.objects.get(pk="t-2")
     assert (turn.status, turn.reason) == ("interrupted", "abandoned")
     assert not RunLease.objects.exists()
+
+
+def test_a_nul_character_in_a_json_body_gets_400_and_nothing_written(
+    writer: ApiClient, session: str
+) -> None:
+    before = Event.objects.count()
+    response = writer.post("/sessions/s-1/events", {"events": [_event("k-nul", "a\x00b")]})
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert "NUL" in response.json()["detail"]
+    assert Event.objects.count() == before
