@@ -21,6 +21,7 @@ from sessions_app.models import Event, ImportedFile, Session, Turn
 from tests.live.helpers import database_url_for_servers
 
 CLAUDE = "claude-code/agentcmd__full-session-three.jsonl"
+SESSION = "cfa1e878-62b5-4e40-b281-bbf9b250d766"  # CLAUDE's
 CODEX = "codex-cli/agentcmd__rollout-2025-09-25T15-12-14-019982b8.jsonl"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -194,3 +195,33 @@ def test_watcher_subprocess_follows_a_growing_codex_rollout(corpus: Path, tmp_pa
         child.terminate()
         output = child.communicate(timeout=30)[0]
     assert "Traceback" not in output, output
+
+
+@pytest.mark.django_db
+def test_watchers_hear_of_a_new_turn_before_its_events(corpus: Path, tmp_path: Path) -> None:
+    """A page adds a live event into its turn's article: a turn and its first events read
+    in one pass must reach watchers turn first (else those events have nowhere to go)."""
+    source = lines_of(corpus / CLAUDE)
+    target = tmp_path / "watched" / "session.jsonl"
+    target.parent.mkdir()
+    sink = LocalSink()
+    heard: list[tuple[str, str]] = []
+
+    async def turn(turn_id: str) -> None:
+        heard.append(("turn", turn_id))
+
+    async def event(stored: Any) -> None:
+        heard.append(("event", stored.turn_id))
+
+    sink.live.announce_turn = turn  # type: ignore[method-assign]
+    sink.live.announce_event = event  # type: ignore[method-assign]
+    tail = TranscriptTail([str(target.parent)], sink, idle_seconds=5, state_path=None)
+    # Turn 2 begins at line 5: lines 5-9 arrive together (its prompt, a call, results).
+    for now, chunk in enumerate([source[:5], source[5:10], source[10:]]):
+        with target.open("ab") as handle:
+            handle.write(b"".join(chunk))
+        tail.poll(float(now))
+    assert {turn_id for kind, turn_id in heard if kind == "event"} == {f"{SESSION}/turn-0002"}
+    for kind, turn_id in heard:
+        if kind == "event":
+            assert ("turn", turn_id) in heard[: heard.index((kind, turn_id))], heard

@@ -131,6 +131,7 @@ class LocalSink:
 
     def _changes(self, path: Path, tracked: Tracked, result: ParseResult) -> int:
         new_events: list[int] = []
+        new_turns: list[str] = []
         changed_turns: list[str] = []
         with transaction.atomic():
             for parsed in result.sessions:
@@ -140,12 +141,17 @@ class LocalSink:
                     write_parsed_session(parsed, str(path))
                     tracked.memo[parsed.id] = _memo(parsed, _event_ids(parsed.id))
                     new_events.extend(tracked.memo[parsed.id]["ids"])
-                    changed_turns.extend(t.id for t in parsed.turns)
+                    new_turns.extend(t.id for t in parsed.turns)
                     continue
-                added, turns = self._session_changes(parsed, memo)
+                added, begun, changed = self._session_changes(parsed, memo)
                 new_events.extend(added)
-                changed_turns.extend(turns)
+                new_turns.extend(begun)
+                changed_turns.extend(changed)
             self._record_file(path, tracked, result)
+        # A new turn reaches watchers before its events (which are added into its article:
+        # sent before it, they would have nowhere to go), a changed one after them.
+        for turn_id in new_turns:
+            async_to_sync(self.live.announce_turn)(turn_id)
         for row in models.Event.objects.filter(id__in=new_events).order_by("id"):
             async_to_sync(self.live.announce_event)(event_from_row(row))
         for turn_id in changed_turns:
@@ -155,8 +161,9 @@ class LocalSink:
     @staticmethod
     def _session_changes(
         parsed: ParsedSession, memo: dict[str, Any]
-    ) -> tuple[list[int], list[str]]:
-        """Write one session's changes; returns (new event ids, changed turn ids)."""
+    ) -> tuple[list[int], list[str], list[str]]:
+        """Write one session's changes; returns (new event ids, new turn ids, changed
+        turn ids)."""
         sid = parsed.id
         rows = list(event_rows(sid, parsed.events))
         fps = [_fingerprint(r) for r in rows]
@@ -189,7 +196,7 @@ class LocalSink:
             )
             refresh_resume_status(sid)
         memo.update(fps=fps, ids=ids + added, turns=turns)
-        return added, [r[0] for r in new_turns] + changed
+        return added, [r[0] for r in new_turns], changed
 
     @staticmethod
     def _record_file(path: Path, tracked: Tracked, result: ParseResult) -> None:
