@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from agentops.db_busy import is_database_busy
 from sessions_app.api.models import ApiKey
 
 __all__ = ["KEY_PREFIX", "NewKey", "create_key", "find_key", "hash_secret", "revoke_key"]
@@ -92,8 +93,15 @@ def find_key(token: str) -> ApiKey | None:
     now = timezone.now()
     stale = now.timestamp() - LAST_USED_RESOLUTION_SECONDS
     if row.last_used_at is None or row.last_used_at.timestamp() < stale:
-        ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
-        row.last_used_at = now
+        try:
+            ApiKey.objects.filter(pk=row.pk).update(last_used_at=now)
+        except OperationalError as error:
+            # Bookkeeping only: a busy database must not refuse the request (a read
+            # especially); the next request records the use.
+            if not is_database_busy(error):
+                raise
+        else:
+            row.last_used_at = now
     return row
 
 

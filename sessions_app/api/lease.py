@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,11 +24,14 @@ from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agentops.db_busy import RETRY_AFTER_SECONDS, is_database_busy
 from agentops.runtime.session import TurnReason
 from sessions_app import models
 from sessions_app.api.models import ApiKey, RunLease
 from sessions_app.api.problems import ApiProblem
 from sessions_app.live import LiveSessionService
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "Grant",
@@ -215,8 +219,20 @@ def _arm_timer(session_id: str, ttl: float) -> None:
         _TIMERS.pop(session_id, None)
         # A fresh context: the request that armed the timer has ended, and with it the
         # executor its context names for thread-sensitive ORM calls.
-        task = loop.create_task(expire_due_lease(session_id), context=contextvars.Context())
+        task = loop.create_task(_expire_on_time(session_id), context=contextvars.Context())
         _TASKS.add(task)
         task.add_done_callback(_TASKS.discard)
 
     _TIMERS[session_id] = loop.call_later(ttl + 0.05, fire, context=contextvars.Context())
+
+
+async def _expire_on_time(session_id: str) -> None:
+    """The timer's `expire_due_lease`: a busy database is tried again a little later;
+    another failure is logged (a request on the session or the sweep expires it then)."""
+    try:
+        await expire_due_lease(session_id)
+    except Exception as error:
+        if is_database_busy(error):
+            _arm_timer(session_id, RETRY_AFTER_SECONDS)
+        else:
+            logger.warning("expiring the run lease of session %s failed", session_id, exc_info=True)

@@ -138,7 +138,7 @@ class ApiSessionService(LiveSessionService):
     def _store_batch(
         self, session_id: str, items: Sequence[BatchItem]
     ) -> tuple[list[tuple[int, datetime]], list[Event]]:
-        with transaction.atomic():
+        with transaction.atomic(), self.deferred_resume_status(session_id):
             if not models.Session.objects.filter(pk=session_id).exists():
                 raise errors.SessionNotFoundError(session_id)
             keys = [item.client_key for item in items if item.client_key]

@@ -4,7 +4,9 @@ Every error answer has `type` (a URN naming the problem, ``urn:agentops:problem:
 `title`, `status`, `detail` (specific, one line) and `instance` (the request path), plus
 extension members naming the ids involved (e.g. `turn_id`, `status` for a conflict), so a
 client can rebuild the runtime's named error. Tracebacks are never sent; an unexpected
-error is logged without the request (its headers carry the key) and answered 500.
+error is logged without the request (its headers carry the key) and answered 500. A
+database that could not give its lock in time (`agentops.db_busy`) is answered 503 with
+``Retry-After``: a temporary condition, and nothing was written.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from agentops.db_busy import RETRY_AFTER_SECONDS, is_database_busy
 from agentops.runtime import errors
 from agentops.runtime.todos import TodoToolError
 
@@ -40,6 +43,7 @@ _TITLES = {
     422: "Unprocessable content",
     428: "Precondition required",
     500: "Internal server error",
+    503: "Service unavailable",
 }
 
 
@@ -148,6 +152,14 @@ def install_handlers(api: NinjaAPI) -> None:
             return on_problem(request, problem)
         if isinstance(exc, ValueError):  # e.g. a duplicate session id from the store
             return problem_response(request, 409, "conflict", str(exc)[:300])
+        if is_database_busy(exc):
+            logger.warning("503 database busy: %s %s (%s)", request.method, request.path, exc)
+            return problem_response(
+                request, 503, "database-busy",
+                "the database is busy with another write; nothing was changed: "
+                f"try again in {RETRY_AFTER_SECONDS} seconds",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )  # fmt: skip
         # Logged without the request: its headers hold the caller's key.
         logger.error("API error in %s %s", request.method, request.path, exc_info=exc)
         return problem_response(request, 500, "internal-error", "the server failed; see its log")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -72,6 +72,11 @@ class DjangoSessionService:
     All methods are coroutines; errors are the runtime's named exceptions
     (`SessionNotFoundError`, `TurnNotFoundError`, `TurnStateConflictError`, ...).
     """
+
+    #: While a batch of appends runs in one transaction (`deferred_resume_status`): None
+    #: outside one, else whether an append needed the full recomputation, done once at
+    #: the batch's end instead of after each event.
+    _resume_deferred: bool | None = None
 
     # -- sessions and events -------------------------------------------------------------
 
@@ -213,15 +218,30 @@ class DjangoSessionService:
             self._note_append(event, row_id)
         return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
 
-    @staticmethod
-    def _note_append(event: Event, row_id: int) -> None:
+    def _note_append(self, event: Event, row_id: int) -> None:
         """Keep the resume status current after an append (`resume_delta`); the session
         row is already locked by this transaction."""
         change = status_after_append(event.session_id, event, row_id)
         if change is None:
-            refresh_resume_status(event.session_id)
+            if self._resume_deferred is None:
+                refresh_resume_status(event.session_id)
+            else:
+                self._resume_deferred = True
         elif change:
             models.Session.objects.filter(pk=event.session_id).update(**change)
+
+    @contextmanager
+    def deferred_resume_status(self, session_id: str) -> Iterator[None]:
+        """Within one transaction, appends to `session_id` that need the resume status
+        recomputed in full get it once, at the end, not once each (a batch of results
+        outside any turn would otherwise cost O(n) per event)."""
+        self._resume_deferred = False
+        try:
+            yield
+            if self._resume_deferred:
+                refresh_resume_status(session_id)
+        finally:
+            self._resume_deferred = None
 
     @staticmethod
     def _insert_event(session_id: str, now: datetime, fields: dict[str, Any]) -> int:
