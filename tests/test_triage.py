@@ -415,8 +415,9 @@ def test_query_count_does_not_grow_with_turns(
         turn(s, f"f-{i}", "failed", now - timedelta(hours=i + 1), code="c", stage="tool")
         turn(s, f"r-{i}", "running", now - timedelta(hours=i + 1), event_times=(now,))
         turn(s, f"x-{i}", "running", now - timedelta(hours=i + 1))  # stuck
-    # auth session, user, user perms, group perms, facet combinations, chart, count, rows
-    with django_assert_num_queries(8):
+    # auth session, user, user perms, group perms, facet combinations, tool counts, chart,
+    # count, rows
+    with django_assert_num_queries(9):
         response = operator_client.get(URL, {"app": "app-0"})
     assert response.status_code == 200
 
