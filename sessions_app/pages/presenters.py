@@ -233,10 +233,13 @@ def conversation(
     events: Sequence[Event],
     compactions: Compactions | None = None,
     outcomes: Mapping[tuple[int, str], RecordedOutcome] | None = None,
+    *,
+    timed: bool = True,
 ) -> list[EventView]:
     """The events in order as EventViews, with tool results folded into their calls,
     recorded outcomes (keyed by (event id, call id)) beside theirs, and their lineage
-    marked (`compactions`: the session's, see `last_compaction`).
+    marked (`compactions`: the session's, see `last_compaction`). `timed` False (a
+    source without timestamps, `values.UNTIMED_FORMATS`): calls get no duration.
 
     A tool event is folded into the first earlier call in `events` with the same id that
     has no result yet; otherwise it stays in the list as a standalone result.
@@ -259,6 +262,8 @@ def conversation(
         elif event.id < compactions.last:
             view.lineage = "compacted"
         for call_view in _calls(event):
+            if not timed:
+                call_view.called_at = None
             call_view.outcome = (outcomes or {}).get((event.id, call_view.id))
             view.calls.append(call_view)
             open_calls.setdefault(call_view.id, []).append(call_view)

@@ -27,6 +27,7 @@ from sessions_app.pages.rendering import pretty_json
 from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
 from sessions_app.search.numbers import session_token_totals
+from sessions_app.values import UNTIMED_FORMATS
 
 
 def turns_with_event_counts(session: Session) -> QuerySet[Turn]:
@@ -82,6 +83,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
         "state_json": pretty_json(session.state),
         "live": live_views.page_context(request, session),
         "tokens": session_token_totals(session),
+        "untimed": session.source_format in UNTIMED_FORMATS,
     }
     template = "sessions/detail.html"
     if request.htmx and request.htmx.target == "timeline":
@@ -135,7 +137,9 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
         "turn": turn,
         "turn_key": turn_id,
         "can_record": can_record_outcomes(request.user),
-        "items": presenters.conversation(chunk, compaction, outcomes),
+        "items": presenters.conversation(
+            chunk, compaction, outcomes, timed=session.source_format not in UNTIMED_FORMATS
+        ),
         "next_after": chunk[-1].id if more and chunk else None,
     }
     template = "sessions/turn_events.html"

@@ -74,6 +74,27 @@ def words_pattern(query: str) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![^\W_])(?:{alternatives})(?![^\W_])", re.IGNORECASE)
 
 
+_SPACE = re.compile(r"\s+")
+
+
+def _window(text: str, at: int) -> tuple[int, int]:
+    """Start and end of about WIDTH characters of `text` around position `at`, moved to
+    word boundaries when one is near, without leading or trailing white space."""
+    start = max(at - WIDTH // 3, 0)
+    if start > 0:
+        space = text.find(" ", start, at)
+        start = space + 1 if space != -1 and space - start < 20 else start
+    end = min(start + WIDTH, len(text))
+    if end < len(text):
+        space = text.rfind(" ", at, end)
+        end = space if space != -1 and end - space < 20 else end
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
 def snippet(event: Event, query: str) -> Snippet | None:
     """The excerpt of `event` around the first word of `query` it holds, or None when no
     field holds one as written (the engine matched a form this module does not find:
@@ -86,17 +107,16 @@ def snippet(event: Event, query: str) -> Snippet | None:
         found = pattern.search(text)
         if found is None:
             continue
-        start = max(found.start() - WIDTH // 3, 0)
-        end = min(start + WIDTH, len(text))
+        start, end = _window(text, found.start())
         window = text[start:end]
         pieces: list[Piece] = []
         at = 0
         for match in pattern.finditer(window):
             if match.start() > at:
-                pieces.append(Piece(window[at : match.start()]))
+                pieces.append(Piece(_SPACE.sub(" ", window[at : match.start()])))
             pieces.append(Piece(match.group(), marked=True))
             at = match.end()
         if at < len(window):
-            pieces.append(Piece(window[at:]))
+            pieces.append(Piece(_SPACE.sub(" ", window[at:])))
         return Snippet(field, pieces, cut_before=start > 0, cut_after=end < len(text))
     return None
