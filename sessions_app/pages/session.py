@@ -26,7 +26,7 @@ from sessions_app.pages import presenters
 from sessions_app.pages.rendering import pretty_json
 from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
-from sessions_app.search.numbers import session_token_totals
+from sessions_app.search.numbers import TokenTotals, session_token_totals, with_turn_tokens
 from sessions_app.values import UNTIMED_FORMATS
 
 
@@ -56,8 +56,11 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     the `timeline` partial. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
-    paginator = Paginator(turns_with_event_counts(session), settings.AGENTOPS_TURNS_PER_PAGE)
+    turns = with_turn_tokens(turns_with_event_counts(session))
+    paginator = Paginator(turns, settings.AGENTOPS_TURNS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page") or paginator.num_pages)
+    for turn in page:  # the page keeps this list: the template shows the same objects
+        turn.tokens = TokenTotals.of(turn, session.model)  # type: ignore[attr-defined]
     todo_list = getattr(session, "todo_list", None)
     todos = list(todo_list.items.all()) if todo_list is not None else []
     has_legacy = (
