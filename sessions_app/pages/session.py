@@ -9,6 +9,7 @@ arrive later, one keyset-paginated chunk per request.
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from django.conf import settings
 from django.core.paginator import Paginator
@@ -21,7 +22,7 @@ from django.views.decorators.vary import vary_on_headers
 from sessions_app.access import get_session_for_user
 from sessions_app.http import HtmxHttpRequest
 from sessions_app.live import views as live_views
-from sessions_app.models import Event, Session, Turn
+from sessions_app.models import Event, Session, Turn, TurnQuerySet
 from sessions_app.pages import presenters
 from sessions_app.pages.rendering import pretty_json
 from sessions_app.projector import load_outcomes
@@ -56,7 +57,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     the `timeline` partial. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
-    turns = with_turn_tokens(turns_with_event_counts(session))
+    turns = with_turn_tokens(cast(TurnQuerySet, turns_with_event_counts(session)))
     paginator = Paginator(turns, settings.AGENTOPS_TURNS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page") or paginator.num_pages)
     for turn in page:  # the page keeps this list: the template shows the same objects
