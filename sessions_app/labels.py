@@ -124,12 +124,27 @@ CODES: dict[str, Label] = {
     ),
 }
 
-KINDS = {"status": STATUSES, "reason": REASONS, "stage": STAGES, "code": CODES}
+#: Statuses of todo items (`agentops.runtime.todos`); an agent may write another word.
+TODO_STATUSES: dict[str, Label] = {
+    "pending": Label("To do", "Not started yet.", "todo-lists"),
+    "in_progress": Label(
+        "In progress", "Being worked on; the active form says what is happening.", "todo-lists"
+    ),
+    "completed": Label("Done", "Finished.", "todo-lists"),
+}
+
+KINDS = {
+    "status": STATUSES,
+    "reason": REASONS,
+    "stage": STAGES,
+    "code": CODES,
+    "todo": TODO_STATUSES,
+}
 
 
 def label_for(kind: str, value: object) -> Label:
     """The Label of `value` (a machine word or a StrEnum member) of `kind` ("status",
-    "reason", "stage" or "code"). An unknown value (a custom failure code) gets itself
+    "reason", "stage", "code" or "todo"). An unknown value (a custom failure code) gets itself
     as text, its words split on "_", with a tooltip saying it is the raw word.
 
     Raises KeyError for an unknown `kind`."""
