@@ -8,7 +8,7 @@
   var TIME = { hour: "2-digit", minute: "2-digit", second: "2-digit" };
   function localise(root) {
     if (!root || !root.querySelectorAll) root = document;
-    root.querySelectorAll("time[data-local][datetime]").forEach(function (el) {
+    root.querySelectorAll("time[data-local][datetime]:not([data-localised])").forEach(function (el) {
       var when = new Date(el.getAttribute("datetime"));
       if (isNaN(when.getTime())) return;
       var onlyTime = el.getAttribute("data-local") === "time";
@@ -16,10 +16,15 @@
       el.textContent = onlyTime
         ? when.toLocaleTimeString(undefined, options)
         : when.toLocaleString(undefined, options);
+      el.setAttribute("data-localised", "");
     });
   }
   document.addEventListener("DOMContentLoaded", function () { localise(document); });
   document.addEventListener("htmx:afterSettle", function (e) { localise(e.target); });
-  // Live frames are swapped out of band (htmx's ws extension): localise what they added.
-  document.addEventListener("htmx:oobAfterSwap", function (e) { localise(e.target); });
+  // Live frames are swapped out of band (htmx's ws extension): once a frame that holds
+  // a time has been swapped in, localise the times not done yet.
+  document.addEventListener("htmx:wsAfterMessage", function (e) {
+    var message = e.detail && e.detail.message;
+    if (typeof message !== "string" || message.indexOf("data-local") !== -1) localise(document);
+  });
 })();
