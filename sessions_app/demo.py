@@ -27,6 +27,7 @@ from sessions_app.ingest import (
     ParsedTurn,
     write_parsed_session,
 )
+from sessions_app.ingest.builder import AWAITING_USER_NOTE
 from sessions_app.models import Session
 
 # Two days before today, 09:00 UTC: recent enough for the triage chart and "last activity",
@@ -238,7 +239,7 @@ def _support_agent() -> ParsedSession:
         text="Refunds over 100 EUR need a supervisor's approval. I've requested it.",
         pending_call_ids=["call_refund_1"],
     )
-    d.end("interrupted", "consumer_stopped", "waiting for approval of call_refund_1")
+    d.end("interrupted", "consumer_stopped", AWAITING_USER_NOTE + "call_refund_1")
     return d.build()
 
 

@@ -41,6 +41,18 @@ STATUSES: dict[str, Label] = {
     TurnStatus.FAILED: Label(
         "Failed", "The run raised an error; the failure says what and where.", "turn-statuses"
     ),
+    # Not runtime statuses: the triage queue derives these two (sessions_app/triage).
+    "stuck": Label(
+        "Stuck",
+        "Still running, but no new event for longer than the stuck threshold.",
+        "stuck-turns",
+    ),
+    "blocks": Label(
+        "Blocks the session",
+        "Completed, but a tool call it made has no result, so the session cannot resume until "
+        "the call's outcome is recorded.",
+        "cannot-resume",
+    ),
     # Not a runtime status: events stored without a turn record.
     "legacy": Label(
         "No turn record",
@@ -52,10 +64,13 @@ STATUSES: dict[str, Label] = {
 REASONS: dict[str, Label] = {
     TurnReason.NONE: Label("", "", "turn-reasons"),
     TurnReason.CANCELED: Label(
-        "Stopped by a person", "The run was cancelled, e.g. with Stop running turn.", "turn-reasons"
+        "Stopped by a person",
+        "Stopped on purpose: someone pressed Stop, the run was cancelled, or the transcript "
+        "marks an interrupt.",
+        "turn-reasons",
     ),
     TurnReason.DEADLINE_EXCEEDED: Label(
-        "Ran out of time", "The run's time limit passed before it ended.", "turn-reasons"
+        "Ran out of time", "A timeout or deadline ended the run before it finished.", "turn-reasons"
     ),
     TurnReason.CONSUMER_STOPPED: Label(
         "Reader stopped",
@@ -67,7 +82,8 @@ REASONS: dict[str, Label] = {
     ),
     TurnReason.ABANDONED: Label(
         "Abandoned",
-        "Nothing ran the turn any more: its process died or was stopped.",
+        "Its worker died or went away mid-turn (recovered later), or the transcript ends "
+        "inside the turn.",
         "turn-reasons",
     ),
 }
@@ -108,12 +124,27 @@ CODES: dict[str, Label] = {
     ),
 }
 
-KINDS = {"status": STATUSES, "reason": REASONS, "stage": STAGES, "code": CODES}
+#: Statuses of todo items (`agentops.runtime.todos`); an agent may write another word.
+TODO_STATUSES: dict[str, Label] = {
+    "pending": Label("To do", "Not started yet.", "todo-lists"),
+    "in_progress": Label(
+        "In progress", "Being worked on; the active form says what is happening.", "todo-lists"
+    ),
+    "completed": Label("Done", "Finished.", "todo-lists"),
+}
+
+KINDS = {
+    "status": STATUSES,
+    "reason": REASONS,
+    "stage": STAGES,
+    "code": CODES,
+    "todo": TODO_STATUSES,
+}
 
 
 def label_for(kind: str, value: object) -> Label:
     """The Label of `value` (a machine word or a StrEnum member) of `kind` ("status",
-    "reason", "stage" or "code"). An unknown value (a custom failure code) gets itself
+    "reason", "stage", "code" or "todo"). An unknown value (a custom failure code) gets itself
     as text, its words split on "_", with a tooltip saying it is the raw word.
 
     Raises KeyError for an unknown `kind`."""

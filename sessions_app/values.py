@@ -1,5 +1,5 @@
 """Small value rules of the stored rows: model choices derived from the runtime's enums,
-the stuck threshold, durations as phrases."""
+the stuck threshold, durations as phrases, and which sources record no times."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ from enum import StrEnum
 from django.conf import settings
 from django.utils import timezone
 
-__all__ = ["EMPTY_LABEL", "choices_of", "format_duration", "stuck_before"]
+__all__ = ["EMPTY_LABEL", "UNTIMED_FORMATS", "choices_of", "format_duration", "stuck_before"]
+
+#: Source formats (`Session.source_format`) whose shape has no timestamps: their importers
+#: give event `i` a made-up time (`ingest.normalise.synthetic_time`), so durations measured
+#: between their events mean nothing and pages do not show them.
+UNTIMED_FORMATS = frozenset(
+    {"openai_chat", "openai_agents", "anthropic_messages", "openai_responses"}
+)
 
 #: How the choices show an empty value ("no reason", "no failure stage", ...).
 EMPTY_LABEL = "—"

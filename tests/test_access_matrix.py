@@ -49,6 +49,7 @@ MATRIX: dict[str, tuple[str, str]] = {
     "sessions:turns": ("object", "GET"),
     "sessions:context": ("object", "GET"),
     "sessions:protocol": ("object", "GET"),
+    "sessions:find": ("object", "GET"),
     "sessions:export": ("object", "GET"),
     "sessions:turn_events": ("object", "GET"),
     "sessions:event_raw": ("object", "GET"),

@@ -21,6 +21,7 @@ from sessions_app.outcomes import OutcomeRejectedError, record_tool_outcome
 from sessions_app.pages.calls import argument_preview, output_text, state_changes
 from sessions_app.projector import ProductProjector
 from sessions_app.store import DjangoSessionService, refresh_resume_status
+from tests.factories import make_session
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
@@ -281,3 +282,17 @@ def test_todo_history_marks_what_a_change_did() -> None:
     diff = todo_diff(before, after)
     assert [row["mark"] for row in diff["before"]] == ["", "removed"]
     assert [row["mark"] for row in diff["after"]] == ["changed", "added"]
+
+
+def test_list_and_todo_panel_show_plain_words(admin_client: Client) -> None:
+    _pending_session()
+    models.Turn.objects.filter(pk="t-1").update(status="interrupted", reason="consumer_stopped")
+    listing = admin_client.get(reverse("sessions:list")).content.decode()
+    assert 'data-word="interrupted">Stopped early</a>' in listing
+    assert '<option value="interrupted" >Stopped early</option>' in listing
+    assert ">interrupted<" not in listing
+    make_session("s-todo", todos=[{"content": "Fix it", "status": "in_progress"}])
+    panel = admin_client.get(reverse("todos:page", args=["s-todo"])).content.decode()
+    assert 'data-word="in_progress">In progress</span>' in panel
+    assert '<option value="in_progress" selected>In progress</option>' in panel
+    assert ">in_progress<" not in panel

@@ -12,11 +12,8 @@ from django.urls import reverse
 
 from sessions_app.ingest import import_file
 from sessions_app.models import Event, Turn
-from sessions_app.pages.presenters import (
-    IMAGE_INLINE_LIMIT,
-    RESULT_PREVIEW_CHARS,
-    split_images,
-)
+from sessions_app.pages.images import IMAGE_INLINE_LIMIT, split_images
+from sessions_app.pages.presenters import RESULT_PREVIEW_CHARS
 
 pytestmark = pytest.mark.django_db
 

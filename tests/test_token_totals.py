@@ -78,3 +78,24 @@ def test_list_and_header_show_totals_and_cost(operator_client: Client) -> None:
     assert "claude-x" in listing
     page = operator_client.get(reverse("sessions:detail", args=["s-tok"])).content.decode()
     assert 'id="session-tokens"' in page and ">1,500<" in page and "$0.0054" in page
+
+
+@override_settings(AGENTOPS_MODEL_PRICES={"claude-x": {"input": 3, "output": 15, "cached": 0.3}})
+def test_each_turn_on_the_timeline_shows_its_own_total(operator_client: Client) -> None:
+    session = make_session("s-turns", turns=2)
+    Session.objects.filter(pk="s-turns").update(model="claude-x")
+    first, second = session.turns.order_by("started_at")
+    for turn, usage in ((first, CLAUDE), (second, CODEX)):
+        Event.objects.create(
+            session=session,
+            turn_id=turn.id,
+            role="assistant",
+            usage=usage,
+            created_at=BASE,
+            updated_at=BASE,
+        )
+    page = operator_client.get(reverse("sessions:detail", args=["s-turns"])).content.decode()
+    head_1 = page.split(f'id="turn-head-{first.id}"')[1].split("</header>")[0]
+    head_2 = page.split(f'id="turn-head-{second.id}"')[1].split("</header>")[0]
+    assert ">1,500</span>" in head_1 and "$0.0054" in head_1
+    assert ">550</span>" in head_2 and ">1,500<" not in head_2

@@ -164,9 +164,12 @@ def test_row_shows_badges_failure_session_and_duration(
         seconds=185,
     )
     body = operator_client.get(URL).content.decode()
-    assert '<span class="badge status-failed">failed</span>' in body
-    assert '<span class="badge reason">agent_error</span>' in body
-    assert "<code>provider_error</code>" in body and "<code>provider</code>" in body
+    # Plain words, the recorded word kept in data-word (and the tooltip).
+    assert 'class="badge status-failed label"' in body and 'data-word="failed">Failed</a>' in body
+    assert 'data-word="agent_error">Error</a>' in body
+    assert 'data-word="provider_error">Model provider error</a>' in body
+    assert 'data-word="provider">at the model provider</a>' in body
+    assert ">agent_error<" not in body and ">provider_error<" not in body
     assert "Provider returned 503 &lt;b&gt;retry&lt;/b&gt;" in body  # escaped, never markup
     assert "Session s-row" in body and "alpha · grace" in body
     assert "3 min 5 s" in body
@@ -412,8 +415,9 @@ def test_query_count_does_not_grow_with_turns(
         turn(s, f"f-{i}", "failed", now - timedelta(hours=i + 1), code="c", stage="tool")
         turn(s, f"r-{i}", "running", now - timedelta(hours=i + 1), event_times=(now,))
         turn(s, f"x-{i}", "running", now - timedelta(hours=i + 1))  # stuck
-    # auth session, user, user perms, group perms, facet combinations, chart, count, rows
-    with django_assert_num_queries(8):
+    # auth session, user, user perms, group perms, facet combinations, tool counts, chart,
+    # count, rows
+    with django_assert_num_queries(9):
         response = operator_client.get(URL, {"app": "app-0"})
     assert response.status_code == 200
 

@@ -11,8 +11,8 @@ from django.test import Client
 from django.utils import timezone
 from pytest_django import DjangoAssertNumQueries
 
+from sessions_app.labels import label_for
 from sessions_app.models import Event, Session, Turn
-from sessions_app.triage.rows import BLOCKS_MEANING, REASON_MEANINGS
 from tests.factories import add_unanswered_call
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +56,7 @@ def test_interrupted_row_shows_its_reason_meaning_and_note(operator_client: Clie
     html = operator_client.get(URL).content.decode()
     assert "no failure recorded" not in html
     assert "interrupt marker at line 17" in html
-    assert escape(REASON_MEANINGS["canceled"]) in html
+    assert escape(label_for("reason", "canceled").help) in html
 
 
 def test_completed_turn_with_unanswered_call_blocks_the_session(operator_client: Client) -> None:
@@ -70,7 +70,7 @@ def test_completed_turn_with_unanswered_call_blocks_the_session(operator_client:
     response = operator_client.get(URL)
     assert [row.turn.id for row in response.context["rows"]] == ["last"]
     html = response.content.decode()
-    assert "blocks the session" in html and escape(BLOCKS_MEANING) in html
+    assert "blocks the session" in html and escape(label_for("status", "blocks").help) in html
     assert "/sessions/s-blocked/context/" in html
     statuses = {f.name: {v.value: v.count for v in f.values} for f in response.context["facets"]}
     assert statuses["status"] == {"blocks": 1}
@@ -93,7 +93,7 @@ def test_query_count_with_blocking_rows_and_tokens(
             updated_at=now,
             usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
         )
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(9):  # + the tool facet's counts (tests/test_triage_tools.py)
         response = operator_client.get(URL)
     assert len(response.context["rows"]) == 6
     assert all(row.tokens.total == 12 for row in response.context["rows"])

@@ -5,9 +5,11 @@
   events, and the raw JSON of one event.
 - `context`: what the next turn's agent would be sent (the product projection explained).
 - `protocol`: unanswered tool calls, and recording what became of one (admins).
+- `find`: find within one session (its events holding the words, with `snippets`).
 - `docs`: the project's own documentation (`docs/*.md`) at /docs/.
 - `presenters`: stored events turned into what the pages show (tool calls paired with
-  their results); `rendering`: untrusted model output made safe (Markdown, JSON).
+  their results, and how long they took; images in results by `images`); `rendering`:
+  untrusted model output made safe (Markdown, JSON).
 
 Views are thin function views: queries live on the model querysets, access checks in
 `sessions_app.access`, presentation in `presenters`. A view that answers an htmx request

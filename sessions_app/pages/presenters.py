@@ -4,20 +4,17 @@
 unanswered call with that id, docs/runtime.md §5), so a call and its result render together; tool
 events that answer no call in view are shown on their own.
 
-Tool results are shown by `result_display`: images inside a result (Anthropic image
-blocks, MCP / Gemini inline data, data: URLs, bare base64 of a PNG/JPEG/GIF/WebP) are
-taken out of the text and shown as images (a data: URL up to `IMAGE_INLINE_LIMIT`
-bytes) or as a placeholder with their size, never as base64 text; the text is cut at
-`RESULT_PREVIEW_CHARS` with a "show all" link that loads the whole value.
+Tool results are shown by `result_display`: images inside a result are taken out of the
+text (`images.split_images`) and the text is cut at `RESULT_PREVIEW_CHARS` with a "show
+all" link that loads the whole value. A call shows how long it took: from its event to
+its result event, or to the outcome a person recorded.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
@@ -32,34 +29,14 @@ from agentops.runtime.protocol import ToolProtocolIssue
 from agentops.runtime.session import Turn
 from sessions_app.models import Event
 from sessions_app.pages.calls import argument_preview, output_text
+from sessions_app.pages.images import ResultImage, split_images
 from sessions_app.pages.rendering import pretty_json, render_markdown
 from sessions_app.projector import COMPACTION_AUTHOR, OUTCOME_AUTHOR, RecordedOutcome
 from sessions_app.store import UnreadableRowError
+from sessions_app.values import format_duration
 
 #: Characters of a tool result shown before "show all".
 RESULT_PREVIEW_CHARS = 20_000
-#: Decoded bytes up to which an image in a tool result is shown inline (data: URL).
-IMAGE_INLINE_LIMIT = 512 * 1024
-#: Image types shown inline (no SVG: an image type that can carry markup).
-INLINE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-_BASE64_MAGIC = {"iVBORw0KGgo": "image/png", "/9j/": "image/jpeg", "R0lGOD": "image/gif"}
-_BASE64_RE = re.compile(r"^[A-Za-z0-9+/=\s]+$")
-_DATA_URL_RE = re.compile(r"^data:(image/[a-z0-9.+-]+);base64,(.*)$", re.S)
-
-
-@dataclass(frozen=True)
-class ResultImage:
-    """An image found in a tool result: its type, decoded size in bytes, and a data: URL
-    ("" when it is too large or of a type not shown inline)."""
-
-    mime_type: str
-    size: int
-    data_url: str
-
-    @property
-    def label(self) -> str:
-        """The placeholder text that stands in the result text for this image."""
-        return f"[image {self.mime_type or '?'}, {self.size / 1024:.1f} KB]"
 
 
 @dataclass(frozen=True)
@@ -79,63 +56,6 @@ class ResultDisplay:
     def cut(self) -> bool:
         """True when `preview` is not the whole text."""
         return len(self.text) > RESULT_PREVIEW_CHARS
-
-
-def _image(mime_type: str, data: str) -> ResultImage:
-    compact = "".join(data.split())
-    size = len(compact) * 3 // 4
-    shown = mime_type in INLINE_TYPES and size <= IMAGE_INLINE_LIMIT
-    if shown:
-        try:
-            base64.b64decode(compact, validate=True)
-        except (binascii.Error, ValueError):
-            shown = False
-    url = f"data:{mime_type};base64,{compact}" if shown else ""
-    return ResultImage(mime_type=mime_type, size=size, data_url=url)
-
-
-def _as_image(value: Any) -> ResultImage | None:
-    """The image `value` is (a block, inline data, a data: URL or bare base64), or None."""
-    if isinstance(value, str):
-        match = _DATA_URL_RE.match(value)
-        if match:
-            return _image(match[1], match[2])
-        if len(value) >= 256 and _BASE64_RE.match(value[:4096]):
-            for magic, mime_type in _BASE64_MAGIC.items():
-                if value.startswith(magic):
-                    return _image(mime_type, value)
-        return None
-    if not isinstance(value, dict):
-        return None
-    source = value.get("source")
-    if value.get("type") == "image" and isinstance(source, dict):
-        if isinstance(source.get("data"), str):
-            return _image(str(source.get("media_type") or ""), source["data"])
-    inline = value.get("inline_data", value.get("inlineData"))
-    if isinstance(inline, dict) and isinstance(inline.get("data"), str):
-        mime_type = str(inline.get("mime_type", inline.get("mimeType")) or "")
-        if mime_type.startswith("image/"):
-            return _image(mime_type, inline["data"])
-    if value.get("type") == "image" and isinstance(value.get("data"), str):
-        return _image(str(value.get("mimeType", value.get("mime_type")) or ""), value["data"])
-    return None
-
-
-def split_images(
-    value: Any, images: list[ResultImage] | None = None
-) -> tuple[Any, list[ResultImage]]:
-    """`value` with every image in it replaced by its placeholder text, and the images
-    (in order)."""
-    found = images if images is not None else []
-    image = _as_image(value)
-    if image is not None:
-        found.append(image)
-        return image.label, found
-    if isinstance(value, dict):
-        return {k: split_images(v, found)[0] for k, v in value.items()}, found
-    if isinstance(value, list):
-        return [split_images(v, found)[0] for v in value], found
-    return value, found
 
 
 def result_display(event: Event) -> ResultDisplay:
@@ -158,7 +78,8 @@ def result_display(event: Event) -> ResultDisplay:
 @dataclass
 class ToolCallView:
     """One tool call of an assistant event and, when stored, its result event; `preview`
-    is one line of its arguments, `outcome` what a person recorded for it (or None)."""
+    is one line of its arguments, `outcome` what a person recorded for it (or None),
+    `called_at` when the event holding the call was stored (None: unknown)."""
 
     id: str
     name: str
@@ -167,6 +88,30 @@ class ToolCallView:
     pending: bool = False
     preview: str = ""
     outcome: RecordedOutcome | None = None
+    called_at: datetime | None = None
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """Seconds from the call to its result event, or to the outcome a person recorded
+        when there is no result; None while neither exists (or a time is missing). Never
+        negative: an import whose clock runs backwards reads 0."""
+        if self.called_at is None:
+            return None
+        if self.result is not None:
+            ended = self.result.created_at
+        elif self.outcome is not None:
+            ended = self.outcome.recorded_at
+        else:
+            return None
+        if not isinstance(ended, datetime):
+            return None
+        return max((ended - self.called_at).total_seconds(), 0.0)
+
+    @property
+    def duration_text(self) -> str:
+        """`duration_seconds` as a short phrase ("0.4 s", "3 min 5 s"); "" when unknown."""
+        seconds = self.duration_seconds
+        return "" if seconds is None else format_duration(seconds)
 
     @property
     def is_error(self) -> bool:
@@ -254,6 +199,7 @@ def _calls(event: Event) -> list[ToolCallView]:
                 arguments_json=pretty_json(call.get("arguments", {})),
                 pending=str(call.get("id")) in pending,
                 preview=argument_preview(call.get("arguments")),
+                called_at=event.created_at if isinstance(event.created_at, datetime) else None,
             )
         )
     return views
@@ -287,10 +233,13 @@ def conversation(
     events: Sequence[Event],
     compactions: Compactions | None = None,
     outcomes: Mapping[tuple[int, str], RecordedOutcome] | None = None,
+    *,
+    timed: bool = True,
 ) -> list[EventView]:
     """The events in order as EventViews, with tool results folded into their calls,
     recorded outcomes (keyed by (event id, call id)) beside theirs, and their lineage
-    marked (`compactions`: the session's, see `last_compaction`).
+    marked (`compactions`: the session's, see `last_compaction`). `timed` False (a
+    source without timestamps, `values.UNTIMED_FORMATS`): calls get no duration.
 
     A tool event is folded into the first earlier call in `events` with the same id that
     has no result yet; otherwise it stays in the list as a standalone result.
@@ -313,6 +262,8 @@ def conversation(
         elif event.id < compactions.last:
             view.lineage = "compacted"
         for call_view in _calls(event):
+            if not timed:
+                call_view.called_at = None
             call_view.outcome = (outcomes or {}).get((event.id, call_view.id))
             view.calls.append(call_view)
             open_calls.setdefault(call_view.id, []).append(call_view)

@@ -9,6 +9,7 @@ arrive later, one keyset-paginated chunk per request.
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from django.conf import settings
 from django.core.paginator import Paginator
@@ -21,12 +22,13 @@ from django.views.decorators.vary import vary_on_headers
 from sessions_app.access import get_session_for_user
 from sessions_app.http import HtmxHttpRequest
 from sessions_app.live import views as live_views
-from sessions_app.models import Event, Session, Turn
+from sessions_app.models import Event, Session, Turn, TurnQuerySet
 from sessions_app.pages import presenters
 from sessions_app.pages.rendering import pretty_json
 from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
-from sessions_app.search.numbers import session_token_totals
+from sessions_app.search.numbers import TokenTotals, session_token_totals, with_turn_tokens
+from sessions_app.values import UNTIMED_FORMATS
 
 
 def turns_with_event_counts(session: Session) -> QuerySet[Turn]:
@@ -55,8 +57,11 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     the `timeline` partial. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
-    paginator = Paginator(turns_with_event_counts(session), settings.AGENTOPS_TURNS_PER_PAGE)
+    turns = with_turn_tokens(cast(TurnQuerySet, turns_with_event_counts(session)))
+    paginator = Paginator(turns, settings.AGENTOPS_TURNS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page") or paginator.num_pages)
+    for turn in page:  # the page keeps this list: the template shows the same objects
+        turn.tokens = TokenTotals.of(turn, session.model)  # type: ignore[attr-defined]
     todo_list = getattr(session, "todo_list", None)
     todos = list(todo_list.items.all()) if todo_list is not None else []
     has_legacy = (
@@ -82,6 +87,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
         "state_json": pretty_json(session.state),
         "live": live_views.page_context(request, session),
         "tokens": session_token_totals(session),
+        "untimed": session.source_format in UNTIMED_FORMATS,
     }
     template = "sessions/detail.html"
     if request.htmx and request.htmx.target == "timeline":
@@ -135,7 +141,9 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
         "turn": turn,
         "turn_key": turn_id,
         "can_record": can_record_outcomes(request.user),
-        "items": presenters.conversation(chunk, compaction, outcomes),
+        "items": presenters.conversation(
+            chunk, compaction, outcomes, timed=session.source_format not in UNTIMED_FORMATS
+        ),
         "next_after": chunk[-1].id if more and chunk else None,
     }
     template = "sessions/turn_events.html"

@@ -94,18 +94,24 @@ def matching_events(events: EventQuerySet, text: str) -> EventQuerySet:
     return events.active().filter(pk__in=RawSQL(sql, params))
 
 
+def calls_tool_sql() -> str:
+    """An SQL condition on an event row (its unqualified `tool_calls` column) that holds
+    when the event calls the tool named by its one parameter (exact name, as stored in
+    `tool_calls[].name`)."""
+    if connection.vendor == "postgresql":
+        return "tool_calls @> jsonb_build_array(jsonb_build_object('name', %s::text))"
+    # A CASE, not AND: json_extract() of an element that is not an object would raise.
+    return (
+        "EXISTS (SELECT 1 FROM json_each(tool_calls) c WHERE "
+        "(CASE WHEN c.type = 'object' THEN json_extract(c.value, '$.name') END) = %s)"
+    )
+
+
 def sessions_using_tool(sessions: SessionQuerySet, name: str) -> SessionQuerySet:
     """`sessions` with an active event that calls the tool `name` (exact name, as stored
     in `tool_calls[].name`) or answers a call of it (`tool_response.name`)."""
     table = Event._meta.db_table
-    if connection.vendor == "postgresql":
-        calls = "tool_calls @> jsonb_build_array(jsonb_build_object('name', %s::text))"
-    else:
-        calls = (
-            "EXISTS (SELECT 1 FROM json_each(tool_calls) c "
-            "WHERE json_extract(c.value, '$.name') = %s)"
-        )
-    sql = f"SELECT session_id FROM {table} WHERE {_ACTIVE} AND {calls}"
+    sql = f"SELECT session_id FROM {table} WHERE {_ACTIVE} AND {calls_tool_sql()}"
     return sessions.filter(
         Q(pk__in=RawSQL(sql, [name]))
         | Q(pk__in=Event.objects.active().filter(tool_response__name=name).values("session_id"))

@@ -3,6 +3,7 @@
 - ``{% label "status" turn.status %}``: a badge with the plain label of a machine word
   (`sessions_app.labels`), its one-line explanation and the raw word as the tooltip, linked
   to its docs heading; kinds "status", "reason", "stage", "code";
+- ``{{ value|plain:"status" }}``: only the label's text (for an ``<option>``);
 - ``{{ text|markdown }}``: model text (reasoning) rendered like messages (sanitised);
 - ``{{ event.state_delta|state_changes }}``: a state update as rows of key and new value.
 """
@@ -41,6 +42,13 @@ def label(kind: str, value: object) -> SafeString:
         word,
         found.text or word,
     )
+
+
+@register.filter
+def plain(value: object, kind: str) -> str:
+    """The plain label of `value` of `kind` as text ("" for an empty value)."""
+    word = str(getattr(value, "value", value) or "")
+    return (label_for(kind, word).text or word) if word else ""
 
 
 @register.filter

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db.models import Count
 
+from sessions_app.labels import KINDS, label_for
 from sessions_app.models import TurnQuerySet
 from sessions_app.triage.filters import DIMENSIONS, NONE, NONE_LABELS, Filters
 
@@ -50,6 +51,16 @@ def facet_combinations(queue: TurnQuerySet) -> list[dict[str, Any]]:
     return list(queue.values(*lookups).annotate(n=Count("pk")).order_by())
 
 
+def _plain(name: str, value: str) -> str:
+    """How a facet value reads: the plain label of a status, code, stage or reason
+    (`sessions_app.labels`), the "none" wording of an empty one, else the value."""
+    if value == NONE:
+        return NONE_LABELS.get(name, value)
+    if name in KINDS:
+        return label_for(name, value).text or value
+    return value
+
+
 def build_facets(combos: Iterable[Mapping[str, Any]], filters: Filters) -> list[Facet]:
     """Facets with counts, computed from `facet_combinations` rows without a query.
 
@@ -70,7 +81,7 @@ def build_facets(combos: Iterable[Mapping[str, Any]], filters: Filters) -> list[
         values = [
             FacetValue(
                 value=value,
-                label=NONE_LABELS.get(name, value) if value == NONE else value,
+                label=_plain(name, value),
                 count=count,
                 selected=value == selected,
                 query=filters.query(**{name: "" if value == selected else value}),

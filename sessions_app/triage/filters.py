@@ -1,6 +1,7 @@
 """The triage queue's filters: which URL parameters exist and how they become lookups.
 
-Filters live in the URL (`?status=&code=&stage=&reason=&app=`) and combine with AND. The
+Filters live in the URL (`?status=&code=&stage=&reason=&app=&tool=`) and combine with AND.
+`tool` (a tool the turn called) is not a grouped dimension: `triage.tools` applies it. The
 value `(none)` selects turns whose code, stage or reason is empty (it cannot collide with
 a real one: docs/runtime.md §2 allows only `[a-z0-9_.-]` in codes, and stages/reasons are fixed
 words).
@@ -40,10 +41,11 @@ class Filters:
     """The active filters, by URL parameter name ("" = not filtering on it).
 
     `status` is one of STATUSES or ""; the other values are taken as given (a value that
-    matches nothing simply shows an empty queue).
+    matches nothing simply shows an empty queue). `tool` is the tool filter ("" = none).
     """
 
     values: Mapping[str, str]
+    tool: str = ""
 
     @classmethod
     def from_query(cls, params: QueryDict) -> Filters:
@@ -51,12 +53,12 @@ class Filters:
         values = {name: params.get(name, "").strip() for name in DIMENSIONS}
         if values["status"] not in STATUSES:
             values["status"] = ""
-        return cls(values)
+        return cls(values, tool=params.get("tool", "").strip())
 
     @property
     def active(self) -> bool:
         """True when at least one filter is set."""
-        return any(self.values.values())
+        return any(self.values.values()) or bool(self.tool)
 
     def lookups(self, skip: str = "") -> dict[str, str]:
         """ORM lookups for every active filter except `skip` ((none) -> empty string)."""
@@ -73,8 +75,8 @@ class Filters:
     def query(self, page: int = 1, /, **changes: str) -> str:
         """The query string of these filters with `changes` applied, and `page` when it is
         not the first ("" when nothing is left)."""
-        merged = {**self.values, **changes}
-        pairs = [(name, merged[name]) for name in DIMENSIONS if merged[name]]
+        merged = {**self.values, "tool": self.tool, **changes}
+        pairs = [(name, merged[name]) for name in [*DIMENSIONS, "tool"] if merged[name]]
         if page > 1:
             pairs.append(("page", str(page)))
         return urlencode(pairs)

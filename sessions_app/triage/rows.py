@@ -7,24 +7,9 @@ from datetime import datetime
 
 from django.urls import NoReverseMatch, reverse
 
+from sessions_app.labels import label_for
 from sessions_app.models import Turn
 from sessions_app.search.numbers import TokenTotals
-
-#: What each turn reason means, in plain words (docs/runtime.md §2, Step 3 and the
-#: outcome table of the runner).
-REASON_MEANINGS = {
-    "canceled": "stopped on purpose: someone pressed Stop, the run was cancelled, or the "
-    "transcript marks an interrupt",
-    "deadline_exceeded": "ran out of time: a timeout or deadline ended it",
-    "consumer_stopped": "whoever read the turn's events stopped reading before it finished",
-    "agent_error": "the agent raised an error",
-    "abandoned": "its worker died or went away mid-turn (recovered later, or the transcript "
-    "ends inside the turn)",
-}
-BLOCKS_MEANING = (
-    "completed, but a tool call it made has no result, so the session cannot resume until "
-    "the call's outcome is recorded"
-)
 
 
 @dataclass(frozen=True)
@@ -66,10 +51,11 @@ class QueueRow:
 
     @property
     def meaning(self) -> str:
-        """The turn's reason (or "blocks the session") in plain words; "" when none."""
+        """The turn's reason (or "blocks the session") in plain words, one line from
+        `sessions_app.labels`; "" when none."""
         if self.turn.queue_status == "blocks":  # type: ignore[attr-defined]
-            return BLOCKS_MEANING
-        return REASON_MEANINGS.get(self.turn.reason, "")
+            return label_for("status", "blocks").help
+        return label_for("reason", self.turn.reason).help if self.turn.reason else ""
 
     @property
     def note(self) -> str:

@@ -22,6 +22,7 @@ from sessions_app.triage.chart import build_chart, chart_counts
 from sessions_app.triage.facets import build_facets, facet_combinations
 from sessions_app.triage.filters import Filters
 from sessions_app.triage.rows import QueueRow
+from sessions_app.triage.tools import tool_counts, tool_facet, turns_calling
 from sessions_app.values import stuck_before
 
 PER_PAGE = 50
@@ -31,22 +32,26 @@ PER_PAGE = 50
 @require_safe
 @vary_on_headers("HX-Request")
 def turn_queue(request: HtmxHttpRequest) -> HttpResponse:
-    """GET /turns/?status=&code=&stage=&reason=&app=&page=: the triage queue, newest first.
+    """GET /turns/?status=&code=&stage=&reason=&app=&tool=&page=: the triage queue, newest
+    first.
 
     Shows facets with counts, a per-day chart of failed/interrupted turns and one page
     (PER_PAGE) of rows, each linking to its turn on the session page at the timeline page
     that holds it. Costs the same number of queries however many turns exist: facet
-    combinations, chart counts, row count and one page of rows. An htmx request aimed at
-    `#triage-results` gets only the `results` partial, with the canonical URL to push.
+    combinations, tool counts, chart counts, row count and one page of rows. An htmx
+    request aimed at `#triage-results` gets only the `results` partial, with the canonical
+    URL to push.
     Raises PermissionDenied (403) for a signed-in user without a dashboard role.
     """
     require_viewer(request)
     now = timezone.now()
     filters = Filters.from_query(request.GET)
     queue = Turn.objects.triage_queue(stuck_before(now))
-    filtered = queue.filter(**filters.lookups())
+    narrowed = turns_calling(queue, filters.tool) if filters.tool else queue
+    filtered = narrowed.filter(**filters.lookups())
 
-    facets = build_facets(facet_combinations(queue), filters)
+    facets = build_facets(facet_combinations(narrowed), filters)
+    facets.append(tool_facet(tool_counts(queue.filter(**filters.lookups())), filters))
     chart = build_chart(chart_counts(filtered), now.astimezone(UTC).date())
     rows = (
         filtered.select_related("session")

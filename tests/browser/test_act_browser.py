@@ -67,6 +67,7 @@ PAGES = [
     "/sessions/demo-large-research/",
     "/sessions/demo-support-refund/context/",
     "/sessions/demo-support-refund/protocol/",
+    "/sessions/demo-support-refund/find/?q=88231",
     "/sessions/demo-release-checklist/todos/",
     "/turns/",
     "/docs/concepts.md",

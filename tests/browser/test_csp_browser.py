@@ -89,7 +89,7 @@ def test_no_remote_fetch_and_no_csp_violation_on_any_page(
         assert page.locator(".markdown td.align-right").count() >= 1
         page.screenshot(path=str(screenshot_dir / "csp-session.png"), full_page=True)
         violations = page.evaluate("window.__csp")
-        pages = ["context/", "protocol/", "todos/"]
+        pages = ["context/", "protocol/", "todos/", "find/?q=tracking"]
         for suffix in pages:
             page.goto(f"{server.url}/sessions/{SID}/{suffix}")
             page.wait_for_load_state("networkidle")

@@ -78,6 +78,11 @@ def test_two_pages_watch_a_turn_stream_and_stop(
             assert last.locator(".tool-call .tool-name", has_text="todos_write").count() == 1
             assert last.locator(".tool-call .badge.status-completed").count() >= 7
             assert last.locator(".streaming").count() == 0
+            # Live events show their times in the reader's zone, like a reloaded page,
+            # and each answered call how long it took.
+            times = last.locator(".event time[data-local]").all_inner_texts()
+            assert times and not [text for text in times if "UTC" in text]
+            assert last.locator(".tool-call .call-duration").count() >= 7
             # The agent's todo list reached the panel (todos.changed over the websocket).
             page.wait_for_selector("#todos .todo-items > li")
         admin_page.screenshot(path=str(screenshot_dir / "live-completed-admin.png"), full_page=True)

@@ -42,10 +42,14 @@ def _roles(transactional_db: None) -> None:
 
 
 def shown(page: Page) -> list[tuple[str, str]]:
-    """(status badge, content) of each item in the panel, top to bottom."""
+    """(status badge's recorded word, content) of each item in the panel, top to bottom
+    (the badge shows the plain label, e.g. "Done" for completed)."""
     rows = page.locator("#todos .todo-items > li")
     return [
-        (rows.nth(i).locator(".badge").inner_text(), rows.nth(i).locator(".content").inner_text())
+        (
+            rows.nth(i).locator(".badge").get_attribute("data-word") or "",
+            rows.nth(i).locator(".content").inner_text(),
+        )
         for i in range(rows.count())
     ]
 
