@@ -8,19 +8,29 @@ earlier-starting span arrived late, new rows appended), its outcome. Each trace 
 own savepoint: a trace that cannot land (its session belongs to another app, its turn id
 to a turn not received over OTLP) is rejected alone. The async `receive` broadcasts what
 changed through `LiveSessionService`, so watchers see it live.
+
+A running turn is leased to its exporter (`OWNER_HOST`) until AGENTOPS_STUCK_AFTER_SECONDS
+after its trace's last batch. When the lease lapses the turn is recorded
+interrupted/abandoned: by the next batch of any trace (`abandon_silent_turns`, that turn
+alone), and, like any turn whose owner is gone, when its session page loads, when a server
+starts, and on *Stop* (`sessions_app.live.stuck`). Spans arriving again make it running.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agentops.runtime.session import TurnReason
 from sessions_app import models
 from sessions_app.api.models import ApiKey
 from sessions_app.ids import session_id_problem, turn_id_problem
@@ -32,11 +42,15 @@ from sessions_app.otlp.models import OtlpSpan
 from sessions_app.store.resume import refresh_resume_status
 from sessions_app.store.rows import event_from_values
 
-__all__ = ["Received", "receive", "store_spans"]
+__all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
 
 #: Session state key of sessions made by the receiver: {"content_captured": bool}.
 STATE_KEY = "otlp"
 NOTE_PREFIX = "via OTLP"
+#: `Turn.owner_host` of a running OTLP turn: its owner is the exporter, leased until
+#: AGENTOPS_STUCK_AFTER_SECONDS after the trace's last batch (`store.owner`: a lapsed
+#: lease means the owner is gone, and the turn is recorded interrupted/abandoned).
+OWNER_HOST = "otlp exporter"
 #: Attribute names never kept: exception details and status descriptions.
 _NEVER_KEPT = ("exception.", "otel.status_description", "error.message")
 
@@ -178,16 +192,24 @@ def _rebuild(trace_id: str, key: ApiKey, done: Received) -> None:
             failure_stage=outcome.failure_stage,
             finished_at=outcome.finished_at,
         )
-    elif turn.status != models.Turn.Status.INTERRUPTED:
+    else:  # spans keep arriving without a finished root (again, after an abandonment)
         fields.update(
             status="running", reason="", failure_code="", failure_stage="", finished_at=None
         )
     if created or any(getattr(turn, name) != value for name, value in fields.items()):
-        models.Turn.objects.filter(pk=turn_id).update(**fields)
         done.turns.append(turn_id)
+    if outcome is None:  # the exporter's lease: renewed by every batch of the trace
+        lease = {"owner_host": OWNER_HOST, "owner_pid": 0, "lease_until": _lease_end()}
+        models.Turn.objects.filter(pk=turn_id).update(**fields, **lease)
+    elif done.turns[-1:] == [turn_id]:
+        models.Turn.objects.filter(pk=turn_id).update(**fields)
     if changed or created or done.turns[-1:] == [turn_id]:
         models.Session.objects.filter(pk=session_id).update(updated_at=timezone.now())
         refresh_resume_status(session_id)
+
+
+def _lease_end() -> Any:
+    return timezone.now() + timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
 
 
 def _drop_turn(session_id: str, turn_id: str) -> None:
@@ -303,8 +325,34 @@ def _sync_events(session_id: str, turn_id: str, drafts: list[Draft], done: Recei
     return changed
 
 
+def silent_turns() -> dict[str, list[str]]:
+    """Running OTLP turns whose trace sent nothing for AGENTOPS_STUCK_AFTER_SECONDS (their
+    exporter's lease lapsed), by session id. One query."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for session_id, turn_id in models.Turn.objects.filter(
+        status=models.Turn.Status.RUNNING,
+        owner_host=OWNER_HOST,
+        lease_until__lt=timezone.now(),
+    ).values_list("session_id", "id"):
+        found[session_id].append(turn_id)
+    return dict(found)
+
+
+async def abandon_silent_turns() -> list[str]:
+    """Record the `silent_turns` interrupted/abandoned (an open tool call among their events
+    becomes the session's protocol issue), broadcast to watchers; returns their ids. Only
+    those turns: others of the same session that still receive spans keep running."""
+    ended: list[str] = []
+    live = LiveSessionService()
+    for session_id, turn_ids in (await sync_to_async(silent_turns)()).items():
+        turns = await live.interrupt_running_turns(session_id, TurnReason.ABANDONED, only=turn_ids)
+        ended += [turn.id for turn in turns]
+    return ended
+
+
 async def receive(records: Sequence[SpanRecord], key: ApiKey) -> Received:
-    """`store_spans`, then broadcast the new events and changed turns to watchers."""
+    """`store_spans`, then broadcast the new events and changed turns to watchers, then
+    end the silent turns (`abandon_silent_turns`) of any trace."""
     done = await sync_to_async(store_spans)(records, key)
     if done.new_events or done.turns:
         live = LiveSessionService()
@@ -316,6 +364,7 @@ async def receive(records: Sequence[SpanRecord], key: ApiKey) -> Received:
         if done.new_events:  # with its event count once they are stored
             for turn_id in turns:
                 await live.announce_turn(turn_id)
+    await abandon_silent_turns()
     return done
 
 

@@ -68,8 +68,15 @@ def _chat(tracer: Tracer, inputs: str, outputs: str | None, tokens: int = 10) ->
             span.set_attribute("gen_ai.output.messages", outputs)
 
 
-def _tool(tracer: Tracer, call_id: str, name: str, args: dict[str, Any], result: Any) -> None:
-    with tracer.start_as_current_span(f"execute_tool {name}") as span:
+def _tool(
+    tracer: Tracer,
+    call_id: str,
+    name: str,
+    args: dict[str, Any],
+    result: Any,
+    attributes: dict[str, Any] | None = None,
+) -> None:
+    with tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes) as span:
         span.set_attribute("gen_ai.operation.name", "execute_tool")
         span.set_attribute("gen_ai.tool.call.id", call_id)
         span.set_attribute("gen_ai.tool.name", name)
