@@ -43,7 +43,8 @@ class BadBody(ValueError):
 @dataclass(slots=True)
 class SpanRecord:
     """One received span, flattened: ids as lower-case hex, times aware UTC, `attributes`
-    the span's plus its resource's under ``resource.``; no span events are kept."""
+    the span's plus its resource's under ``resource.``; no span events are kept (only an
+    exception event's ``exception.type``, as ``error.type`` when the span has none)."""
 
     trace_id: str
     span_id: str
@@ -167,6 +168,18 @@ def _time(nanos: int) -> datetime:
         raise BadBody(400, f"time {nanos} is out of range") from None
 
 
+def _exception_type(span: Any) -> str:
+    """The ``exception.type`` of a span's first ``exception`` event ("" when none): the
+    error's class name, which SDKs record there rather than in ``error.type``. Nothing
+    else of the event is read (its message and stack trace are never kept)."""
+    for event in span.events:
+        if event.name == "exception":
+            for pair in event.attributes:
+                if pair.key == "exception.type" and pair.value.string_value:
+                    return str(pair.value.string_value)[:128]
+    return ""
+
+
 def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]:
     """The spans of `request` and how many were unusable (ids of the wrong length: OTLP
     receivers reject those spans, not the request)."""
@@ -186,6 +199,9 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]
                 if span.trace_id == bytes(16) or span.span_id == bytes(8):
                     bad += 1
                     continue
+                attributes = {**resource, **attributes_of(span.attributes)}
+                if "error.type" not in attributes and (kind := _exception_type(span)):
+                    attributes["error.type"] = kind
                 start = _time(span.start_time_unix_nano)
                 end = _time(span.end_time_unix_nano or span.start_time_unix_nano)
                 records.append(
@@ -197,7 +213,7 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]
                         start_at=start,
                         end_at=max(end, start),
                         status_code=int(span.status.code),
-                        attributes={**resource, **attributes_of(span.attributes)},
+                        attributes=attributes,
                     )
                 )
     return records, bad
