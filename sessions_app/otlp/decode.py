@@ -13,7 +13,7 @@ import base64
 import binascii
 import json
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-__all__ = ["BadBody", "SpanRecord", "decode_request", "decompress", "spans_of"]
+__all__ = ["SPAN_FIELDS", "BadBody", "SpanRecord", "decode_request", "decompress", "spans_of"]
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -42,9 +42,10 @@ class BadBody(ValueError):
 
 @dataclass(slots=True)
 class SpanRecord:
-    """One received span, flattened: ids as lower-case hex, times aware UTC, `attributes`
-    the span's plus its resource's under ``resource.``; no span events are kept (only an
-    exception event's ``exception.type``, as ``error.type`` when the span has none)."""
+    """One received or kept span (what the mapping reads), flattened: ids as lower-case
+    hex, times aware UTC, `attributes` the span's plus its resource's under
+    ``resource.``; no span events are kept (only an exception event's
+    ``exception.type``, as ``error.type`` when the span has none)."""
 
     trace_id: str
     span_id: str
@@ -54,6 +55,10 @@ class SpanRecord:
     end_at: datetime
     status_code: int
     attributes: dict[str, Any] = field(default_factory=dict)
+
+
+#: The fields of a `SpanRecord`, in order: also columns of the kept span (`OtlpSpan`).
+SPAN_FIELDS = tuple(f.name for f in fields(SpanRecord))
 
 
 def decompress(body: bytes, encoding: str, limit: int) -> bytes:

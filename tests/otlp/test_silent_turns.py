@@ -13,7 +13,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from sessions_app import models
-from sessions_app.otlp.writer import OWNER_HOST
+from sessions_app.otlp.landing import OWNER_HOST
 from sessions_app.store.owner import gone_running_turns
 from tests.otlp.agent_spans import _call, _chat, _messages, _tool, _user, protobuf_body, provider
 from tests.otlp.conftest import OtlpPoster
