@@ -14,7 +14,7 @@ import binascii
 import json
 import zlib
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf import json_format
@@ -167,8 +167,11 @@ def attributes_of(pairs: Any) -> dict[str, Any]:
 
 
 def _time(nanos: int) -> datetime:
+    """Nanoseconds since the epoch as an aware UTC datetime, cut to the microsecond
+    (exactly: no float rounding)."""
+    seconds, rest = divmod(nanos, 1_000_000_000)
     try:
-        return datetime.fromtimestamp(nanos / 1e9, tz=UTC)
+        return datetime.fromtimestamp(seconds, tz=UTC) + timedelta(microseconds=rest // 1000)
     except (OverflowError, OSError, ValueError):
         raise BadBody(400, f"time {nanos} is out of range") from None
 

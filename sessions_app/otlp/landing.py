@@ -119,7 +119,8 @@ def refusal(
 
 @dataclass(slots=True)
 class Landed:
-    """What `land` changed: new event ids (in order) and turns whose row changed."""
+    """What `land` changed: new event ids (in order) and the turns whose row or events
+    changed."""
 
     new_events: list[int] = field(default_factory=list)
     turns: list[str] = field(default_factory=list)
@@ -164,9 +165,10 @@ def land(
         ),
     )
     _land_sessions(plans, sessions, now)
-    changed_turns = _land_turns(plans, turns, now, done)
-    changed_events = _land_events(plans, now, done)
-    touched = {p.session_id for p in plans if p.turn_id in changed_turns | changed_events}
+    changed = _land_turns(plans, turns, now) | _land_events(plans, now, done)
+    # Watchers get these turns again: their status or their event count changed.
+    done.turns = [plan.turn_id for plan in plans if plan.turn_id in changed]
+    touched = {plan.session_id for plan in plans if plan.turn_id in changed}
     if touched:
         models.Session.objects.filter(pk__in=touched).update(updated_at=now)
         refresh_resume_statuses(touched)
@@ -186,14 +188,18 @@ def _land_sessions(
                 app_name=plan.where.app_name[:255],
                 user_id=plan.where.user_id[:255],
                 state={STATE_KEY: {"content_captured": captured}},
+                model=plan.where.model,
                 created_at=now,
                 updated_at=now,
             )
-        elif row is not None and captured:
+        elif row is not None:  # rare changes: a query each
             mark = row.state.get(STATE_KEY) if isinstance(row.state, dict) else None
-            if isinstance(mark, dict) and mark.get("content_captured") is False:
+            if captured and isinstance(mark, dict) and mark.get("content_captured") is False:
                 row.state = {**row.state, STATE_KEY: {"content_captured": True}}
                 models.Session.objects.filter(pk=row.pk).update(state=row.state)
+            if plan.where.model and row.model != plan.where.model:
+                row.model = plan.where.model
+                models.Session.objects.filter(pk=row.pk).update(model=row.model)
     models.Session.objects.bulk_create(new.values())
     sessions.update(new)
 
@@ -205,9 +211,7 @@ _TURN_FIELDS = ("status", "reason", "failure_code", "failure_stage", "finished_a
 _LEASE_FIELDS = ("owner_host", "owner_pid", "lease_until")
 
 
-def _land_turns(
-    plans: Sequence[Plan], turns: dict[str, models.Turn], now: datetime, done: Landed
-) -> set[str]:
+def _land_turns(plans: Sequence[Plan], turns: dict[str, models.Turn], now: datetime) -> set[str]:
     """Create or update the plans' turns (two queries); returns the ids whose row changed."""
     lease_until = now + timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
     new: list[models.Turn] = []
@@ -241,21 +245,22 @@ def _land_turns(
     models.Turn.objects.bulk_create(new)
     if updated:
         models.Turn.objects.bulk_update(updated, [*_TURN_FIELDS, *_LEASE_FIELDS])
-    done.turns += [plan.turn_id for plan in plans if plan.turn_id in changed]
     return changed
 
 
 #: The event columns a draft sets (`_columns`), compared to decide an update.
-_EVENT_COLUMNS = ("source_id", "author", "role", "text", "tool_calls", "tool_response",
-                  "tool_call_id", "usage", "finish_reason")  # fmt: skip
+_EVENT_COLUMNS = ("created_at", "source_id", "author", "role", "text", "tool_calls",
+                  "tool_response", "tool_call_id", "usage", "finish_reason")  # fmt: skip
 
 
-_NEW_EVENT_COLUMNS = ("session_id", "turn_id", "created_at", "updated_at", "raw",
-                      *_EVENT_COLUMNS)  # fmt: skip
+_NEW_EVENT_COLUMNS = ("session_id", "turn_id", "updated_at", "raw", *_EVENT_COLUMNS)
 
 
 def _columns(draft: Draft) -> dict[str, Any]:
+    """An event's columns from its draft; it was created when its span says (a model
+    span's input at its start, its output at its end), not when it was received."""
     return {
+        "created_at": draft.at,
         "source_id": draft.key[:255],
         "author": draft.author,
         "role": draft.role,
@@ -293,7 +298,7 @@ def _land_events(plans: Sequence[Plan], now: datetime, done: Landed) -> set[str]
                     changed.add(plan.turn_id)
                 continue
             new.append(
-                [plan.session_id, plan.turn_id, now, now, {"otlp": {"span": draft.key}},
+                [plan.session_id, plan.turn_id, now, {"otlp": {"span": draft.key}},
                  *wanted.values()]
             )  # fmt: skip
             changed.add(plan.turn_id)

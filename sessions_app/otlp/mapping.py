@@ -51,7 +51,7 @@ ERROR_STATUS = 2
 
 
 class SpanLike(Protocol):
-    """What the mapping reads of a kept span (`OtlpSpan` has it)."""
+    """What the mapping reads of a span (`decode.SpanRecord` has it)."""
 
     span_id: str
     parent_span_id: str
@@ -64,14 +64,16 @@ class SpanLike(Protocol):
 
 @dataclass(slots=True)
 class Place:
-    """Where a trace lands: raw session and turn keys ("" = none found), app, user, and
-    whether any span carried message content."""
+    """Where a trace lands: raw session and turn keys ("" = none found), app, user,
+    whether any span carried message content, and the model its latest model span
+    names ("" when none)."""
 
     session_key: str
     turn_key: str
     app_name: str
     user_id: str
     content_captured: bool
+    model: str = ""
 
 
 @dataclass(slots=True)
@@ -123,7 +125,20 @@ def place(spans: Sequence[SpanLike]) -> Place:
         app_name=_first(ordered, ("resource.service.name",)) or "otlp",
         user_id=_first(ordered, USER_KEYS),
         content_captured=any(has_content(span.attributes) for span in spans),
+        model=_model(sorted(spans, key=lambda s: (s.start_at, s.span_id), reverse=True)),
     )
+
+
+def _model(spans: Sequence[SpanLike]) -> str:
+    """The model of the first of `spans` naming one (`gen_ai.response.model`, else
+    `gen_ai.request.model`)."""
+    for span in spans:
+        found = span.attributes.get("gen_ai.response.model") or span.attributes.get(
+            "gen_ai.request.model"
+        )
+        if isinstance(found, str) and found:
+            return found[:255]
+    return ""
 
 
 def operation(span: SpanLike) -> str:

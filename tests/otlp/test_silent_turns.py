@@ -9,44 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
-from opentelemetry import trace
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from sessions_app import models
 from sessions_app.otlp.landing import OWNER_HOST
 from sessions_app.store.owner import gone_running_turns
-from tests.otlp.agent_spans import _call, _chat, _messages, _tool, _user, protobuf_body, provider
+from tests.otlp.agent_spans import OpenTurn
 from tests.otlp.conftest import OtlpPoster
-
-
-class OpenTurn:
-    """A turn of session ``shared`` whose model asked for a tool that has not answered
-    yet: its root span stays open, so the turn is running."""
-
-    def __init__(self, name: str) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.tracer = provider(self.exporter).get_tracer("tests.otlp.silent")
-        self.root = self.tracer.start_span("invoke_agent worker")
-        self.root.set_attribute("gen_ai.operation.name", "invoke_agent")
-        self.ids = {"gen_ai.conversation.id": "shared", "gen_ai.agent.call.id": name}
-        self.root.set_attributes(self.ids)
-        self.sent = 0
-        self.call_id = f"call_{name}"
-        with trace.use_span(self.root, end_on_exit=False):
-            asked = _call(self.call_id, "slow_tool", {"n": 1})
-            question = _messages(_user(f"{name}: run the slow tool"))
-            with _chat(self.tracer, question, _messages(asked)) as chat:
-                chat.set_attributes(self.ids)  # as Pydantic AI sets them on every span
-
-    def tool_answers(self) -> None:
-        with trace.use_span(self.root, end_on_exit=False):
-            _tool(self.tracer, self.call_id, "slow_tool", {"n": 1}, "done", self.ids)
-
-    def batch(self) -> bytes:
-        """The spans ended since the last batch, as a protobuf body."""
-        spans = list(self.exporter.get_finished_spans())[self.sent :]
-        self.sent += len(spans)
-        return protobuf_body(spans)
 
 
 def _turn(name: str) -> Any:
