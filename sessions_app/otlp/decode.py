@@ -24,6 +24,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from sessions_app.otlp.messages import EVENTS_KEY
+
 __all__ = ["SPAN_FIELDS", "BadBody", "SpanRecord", "decode_request", "decompress", "spans_of"]
 
 PROTOBUF = "application/x-protobuf"
@@ -44,8 +46,9 @@ class BadBody(ValueError):
 class SpanRecord:
     """One received or kept span (what the mapping reads), flattened: ids as lower-case
     hex, times aware UTC, `attributes` the span's plus its resource's under
-    ``resource.``; no span events are kept (only an exception event's
-    ``exception.type``, as ``error.type`` when the span has none)."""
+    ``resource.``; of its events only the GenAI ones (under `messages.EVENTS_KEY`)
+    and an exception event's ``exception.type`` (as ``error.type`` when the span has
+    none) are kept."""
 
     trace_id: str
     span_id: str
@@ -188,6 +191,16 @@ def _exception_type(span: Any) -> str:
     return ""
 
 
+def _genai_events(span: Any) -> list[dict[str, Any]]:
+    """A span's GenAI events (named ``gen_ai.*``: messages in the conventions that put
+    them in span events) as ``{"name", "attributes"}``; no other event is kept."""
+    return [
+        {"name": event.name, "attributes": attributes_of(event.attributes)}
+        for event in span.events
+        if event.name.startswith("gen_ai.")
+    ]
+
+
 def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]:
     """The spans of `request` and how many were unusable (ids of the wrong length: OTLP
     receivers reject those spans, not the request)."""
@@ -210,6 +223,8 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]
                 attributes = {**resource, **attributes_of(span.attributes)}
                 if "error.type" not in attributes and (kind := _exception_type(span)):
                     attributes["error.type"] = kind
+                if genai := _genai_events(span):
+                    attributes[EVENTS_KEY] = genai
                 start = _time(span.start_time_unix_nano)
                 end = _time(span.end_time_unix_nano or span.start_time_unix_nano)
                 records.append(

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from agentops.runtime.session import FailureStage, is_valid_failure_code
 from sessions_app.otlp.messages import (
+    EVENTS_KEY,
     Message,
     arguments_object,
     has_content,
@@ -154,15 +155,25 @@ def _is_model(span: SpanLike) -> bool:
     attrs = span.attributes
     return (
         operation(span) in MODEL_SPANS
-        or any(key in attrs for key in ("gen_ai.input.messages", "gcp.vertex.agent.llm_request"))
-        or any(key.startswith("llm.input_messages.") for key in attrs)
+        or any(
+            key in attrs
+            for key in ("gen_ai.input.messages", "gcp.vertex.agent.llm_request", EVENTS_KEY)
+        )
+        or any(key.startswith(("llm.input_messages.", "gen_ai.prompt.")) for key in attrs)
     )
 
 
 def _usage(span: SpanLike) -> dict[str, Any] | None:
     attrs = span.attributes
-    prompt = attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))
-    completion = attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))
+    prompt = _int_of(
+        attrs, "gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.usage.prompt_tokens"
+    )
+    completion = _int_of(
+        attrs,
+        "gen_ai.usage.output_tokens",
+        "llm.token_count.completion",
+        "gen_ai.usage.completion_tokens",
+    )
     if not isinstance(prompt, int) and not isinstance(completion, int):
         return None
     prompt = prompt if isinstance(prompt, int) else 0
@@ -182,6 +193,14 @@ def _usage(span: SpanLike) -> dict[str, Any] | None:
         "total_tokens": prompt + completion,
         "details": details,
     }
+
+
+def _int_of(attrs: dict[str, Any], *keys: str) -> int | None:
+    """The first of `keys` holding an integer (OTel, OpenInference, OpenLLMetry names)."""
+    for key in keys:
+        if isinstance(attrs.get(key), int):
+            return int(attrs[key])
+    return None
 
 
 def _after_last_assistant(messages: list[Message]) -> list[Message]:
@@ -328,10 +347,9 @@ def failure_code(value: Any) -> str:
 
 
 def _stage(span: SpanLike) -> str:
-    op = operation(span)
-    if op in MODEL_SPANS:
+    if _is_model(span):
         return FailureStage.PROVIDER.value
-    if op == "execute_tool":
+    if operation(span) == "execute_tool":
         return FailureStage.TOOL.value
     return FailureStage.AGENT.value
 
