@@ -234,3 +234,19 @@ def test_events_are_dated_by_their_spans(poster: OtlpPoster) -> None:
     nanos = {key: round(value.timestamp() * 1e6) for key, value in at.items()}
     assert nanos["What is the weather in Paris?"] == (chat.start_time or 0) // 1000
     assert nanos["tool"] == (tool.end_time or 0) // 1000  # the result: when the tool ended
+
+
+@pytest.mark.parametrize("wbits", [15, -15], ids=["zlib", "raw"])
+def test_deflate_bodies_land_the_same(poster: OtlpPoster, wbits: int) -> None:
+    import zlib
+
+    spans = conversation_spans()
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    expected = landed()
+    models.Session.objects.all().delete()
+    OtlpSpan.objects.all().delete()
+    packer = zlib.compressobj(wbits=wbits)
+    body = packer.compress(json_body(spans)) + packer.flush()
+    response = poster.post(body, "application/json", Content_Encoding="deflate")
+    assert response.status_code == 200, response.content
+    assert landed() == expected
