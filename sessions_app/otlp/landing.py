@@ -119,11 +119,12 @@ def refusal(
 
 @dataclass(slots=True)
 class Landed:
-    """What `land` changed: new event ids (in order) and the turns whose row or events
-    changed."""
+    """What `land` changed: new event ids (in order), the turns whose row or events
+    changed, and those of them it created."""
 
     new_events: list[int] = field(default_factory=list)
     turns: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
 
 
 def land(
@@ -140,16 +141,10 @@ def land(
     for plan in plans:
         for old_session, old_turn in plan.moved_from:
             drop_turn(old_session, old_turn)
-    moved = [plan.trace_id for plan in plans if plan.moved_from]
-    if moved:  # only the kept spans need it: new ones are created in place
-        for plan in plans:
-            if plan.trace_id in moved:
-                OtlpSpan.objects.filter(trace_id=plan.trace_id).update(
-                    session_id=plan.session_id, turn_id=plan.turn_id
-                )
-        turns.update(
-            {t.pk: t for t in models.Turn.objects.filter(pk__in=[p.turn_id for p in plans])}
-        )
+        if plan.moved_from:  # its kept spans follow it (new ones are created in place)
+            OtlpSpan.objects.filter(trace_id=plan.trace_id).update(
+                session_id=plan.session_id, turn_id=plan.turn_id
+            )
     insert_rows(
         OtlpSpan,
         _SPAN_COLUMNS,
@@ -165,7 +160,9 @@ def land(
         ),
     )
     _land_sessions(plans, sessions, now)
+    known = set(turns)
     changed = _land_turns(plans, turns, now) | _land_events(plans, now, done)
+    done.created = [plan.turn_id for plan in plans if plan.turn_id not in known]
     # Watchers get these turns again: their status or their event count changed.
     done.turns = [plan.turn_id for plan in plans if plan.turn_id in changed]
     touched = {plan.session_id for plan in plans if plan.turn_id in changed}
@@ -279,7 +276,9 @@ def _land_events(plans: Sequence[Plan], now: datetime, done: Landed) -> set[str]
     whose events changed."""
     stored: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in (
-        models.Event.objects.filter(turn_id__in=[p.turn_id for p in plans])
+        models.Event.objects.filter(  # the session first: index event_session_turn_idx
+            session_id__in={p.session_id for p in plans}, turn_id__in=[p.turn_id for p in plans]
+        )
         .order_by("id")
         .values("id", "turn_id", *_EVENT_COLUMNS)
     ):

@@ -35,6 +35,8 @@ from sessions_app.api.models import ApiKey
 from sessions_app.ids import session_id_problem, turn_id_problem
 from sessions_app.ingest.redaction import redact_value
 from sessions_app.live import LiveSessionService
+from sessions_app.live.broadcast import send
+from sessions_app.live.payloads import TURN, turn_payload
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.landing import (
     NOTE_PREFIX,
@@ -47,6 +49,7 @@ from sessions_app.otlp.landing import (
 )
 from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.models import OtlpSpan
+from sessions_app.store.columns import EVENT_RUNTIME_COLUMNS
 from sessions_app.store.rows import event_from_values
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
@@ -58,13 +61,15 @@ _NEVER_KEPT = ("exception.", "otel.status_description", "error.message")
 @dataclass(slots=True)
 class Received:
     """What a request did: spans accepted (new or already kept) and rejected, the first
-    rejection's reason, and what to broadcast (new event ids, changed turn ids)."""
+    rejection's reason, and what to broadcast (new event ids, changed turn ids, and the
+    ids of the turns it created)."""
 
     accepted: int = 0
     rejected: int = 0
     reason: str = ""
     new_events: list[int] = field(default_factory=list)
     turns: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
 
     def refuse(self, count: int, reason: str) -> None:
         """Count `count` spans as rejected for `reason` (the first reason is kept)."""
@@ -159,7 +164,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 accepted.append(plan)
                 done.accepted += len(plan.fresh)
         landed = land(accepted, sessions, turns, now)
-    done.new_events, done.turns = landed.new_events, landed.turns
+    done.new_events, done.turns, done.created = landed.new_events, landed.turns, landed.created
     return done
 
 
@@ -194,26 +199,31 @@ async def abandon_silent_turns() -> list[str]:
 
 
 async def receive(records: Sequence[SpanRecord], key: ApiKey) -> Received:
-    """`store_spans`, then broadcast the new events and changed turns to watchers, then
-    end the silent turns (`abandon_silent_turns`) of any trace."""
+    """`store_spans`, then broadcast to watchers: the turns it created (a new turn reaches
+    them before its events), the new events, then every changed turn (its status and
+    event count); each step reads the database in one hop. Then end the silent turns
+    (`abandon_silent_turns`) of any trace."""
     done = await sync_to_async(store_spans)(records, key)
-    if done.new_events or done.turns:
+    if done.turns:
+        created, stored = await sync_to_async(_payloads_and_events)(done.created, done.new_events)
+        for payload in created:
+            await send(payload["session_id"], {"type": TURN, "turn": payload})
         live = LiveSessionService()
-        turns = list(dict.fromkeys(done.turns))
-        for turn_id in turns:  # a new turn reaches watchers before its events
-            await live.announce_turn(turn_id)
-        for values in await sync_to_async(_event_values)(done.new_events):
+        for values in stored:
             await live.announce_event(event_from_values(values))
-        if done.new_events:  # with its event count once they are stored
-            for turn_id in turns:
-                await live.announce_turn(turn_id)
+        for payload in (await sync_to_async(_payloads_and_events)(done.turns, []))[0]:
+            await send(payload["session_id"], {"type": TURN, "turn": payload})
     await abandon_silent_turns()
     return done
 
 
-def _event_values(ids: list[int]) -> list[dict[str, Any]]:
-    from sessions_app.store.columns import EVENT_RUNTIME_COLUMNS
-
-    return list(
-        models.Event.objects.filter(pk__in=ids).order_by("id").values(*EVENT_RUNTIME_COLUMNS)
-    )
+def _payloads_and_events(
+    turn_ids: list[str], event_ids: list[int]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The watchers' payloads of these turns (a query each), and the stored values of
+    these events in id order (one query)."""
+    payloads = [payload for turn_id in turn_ids if (payload := turn_payload(turn_id))]
+    if not event_ids:
+        return payloads, []
+    rows = models.Event.objects.filter(pk__in=event_ids).order_by("id")
+    return payloads, list(rows.values(*EVENT_RUNTIME_COLUMNS))
