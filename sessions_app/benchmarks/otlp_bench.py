@@ -1,6 +1,7 @@
 """`bench otlp`: spans/s accepted by the OTLP/HTTP receiver (protobuf, batches of 512; the
-protobuf-gzip and JSON encodings interleaved beside it), and the time from a POST of one
-span to the session's websocket watchers receiving its event.
+protobuf-gzip and JSON encodings, and the writer alone without HTTP or broadcast,
+interleaved beside it), and the time from a POST of one span to the session's websocket
+watchers receiving its event.
 
 What is measured (`children.otlp_child`): a daphne subprocess on a scratch SQLite file
 (never the dev database) with the in-memory channel layer and no per-key rate limit; one
@@ -35,7 +36,7 @@ def bench_otlp(
     pace_ms: str | int = 20,
 ) -> Figures:
     """Figures: ``<subject>_spans_per_s`` (median over `rounds`) and its ``_range`` for the
-    subjects protobuf, protobuf_gzip and json; ``w<n>_p50_ms``, ``w<n>_p95_ms``,
+    subjects protobuf, protobuf_gzip, json and writer_only; ``w<n>_p50_ms``, ``w<n>_p95_ms``,
     ``w<n>_max_ms`` and ``w<n>_delivered`` / ``w<n>_expected`` per watcher count.
     `events`: spans per subject and round (``--events``); `rounds_per_trace`: chat and
     tool span pairs per trace."""

@@ -10,10 +10,12 @@ server that stores the spans broadcasts them) and measures:
   captured: a root ``invoke_agent`` span, `rounds_per_trace` ``chat`` + ``execute_tool``
   pairs and a final ``chat``; `TURNS` traces per conversation), encoded as the SDK's
   OTLP exporter encodes them, in bodies of `batch` spans (512: the BatchSpanProcessor's
-  default). The encodings are the subjects, interleaved round by round: protobuf (the
-  exporter's default, and the target), protobuf gzip-compressed, and JSON. Bodies are
-  made before the clock starts; one keep-alive httpx client POSTs one body at a time.
-  Spans/s per round; the median and range are printed.
+  default). The subjects, interleaved round by round: protobuf (the exporter's default,
+  and the target), protobuf gzip-compressed, JSON, each POSTed by one keep-alive httpx
+  client one body at a time; and `writer_only`, the protobuf bodies decoded and stored
+  in this process (no HTTP, no broadcast: what the rest of the request costs is the
+  difference). Bodies are made before the clock starts. Spans/s per round; the median
+  and range are printed.
 - latency: `watchers` real websocket clients (``websockets``, signed in as the operator)
   on one running turn's session; `samples` POSTs of one new ``chat`` span (protobuf),
   `pace` seconds apart; for each, the time from just before the POST to every watcher
@@ -43,7 +45,7 @@ import django
 from sessions_app.benchmarks.children.ingest_child import _free_port, _percentile
 
 _EVENT_ID = re.compile(r'data-event-id="(\d+)"')
-SUBJECTS = ("protobuf", "protobuf_gzip", "json")
+SUBJECTS = ("protobuf", "protobuf_gzip", "json", "writer_only")
 #: Turns (traces) per conversation: a batch of 512 spans touches 16 sessions.
 TURNS = 4
 
@@ -139,6 +141,19 @@ def _bodies(spans: list[Any], batch: int, subject: str) -> list[tuple[bytes, dic
     return [encode(spans[i : i + batch], subject) for i in range(0, len(spans), batch)]
 
 
+def _store_directly(bodies: list[tuple[bytes, dict[str, str]]]) -> None:
+    """The `writer_only` subject: each protobuf body decoded and stored in this process
+    (`decode` + `writer.store_spans`), without HTTP, the key check or the broadcast."""
+    from sessions_app.api.models import ApiKey
+    from sessions_app.otlp.decode import PROTOBUF, decode_request, spans_of
+    from sessions_app.otlp.writer import store_spans
+
+    key = ApiKey.objects.get(name="bench-otlp")
+    for body, _headers in bodies:
+        records, _bad = spans_of(decode_request(body, PROTOBUF))
+        store_spans(records, key)
+
+
 def _throughput(client: Any, options: dict[str, Any]) -> dict[str, Any]:
     per_trace = 2 * int(options["rounds_per_trace"]) + 2
     traces = max(1, int(options["spans"]) // per_trace)
@@ -146,9 +161,12 @@ def _throughput(client: Any, options: dict[str, Any]) -> dict[str, Any]:
     for _ in range(int(options["rounds"])):
         for subject in SUBJECTS:
             spans = agent_spans(traces, int(options["rounds_per_trace"]))
-            bodies = _bodies(spans, int(options["batch"]), subject)
+            encoding = "protobuf" if subject == "writer_only" else subject
+            bodies = _bodies(spans, int(options["batch"]), encoding)
             start = time.perf_counter()
-            for body, headers in bodies:
+            if subject == "writer_only":
+                _store_directly(bodies)
+            for body, headers in bodies if subject != "writer_only" else []:
                 response = client.post("/v1/traces", content=body, headers=headers)
                 response.raise_for_status()
             rates[subject].append(len(spans) / (time.perf_counter() - start))
