@@ -200,8 +200,8 @@ async def abandon_silent_turns() -> list[str]:
 
 async def receive(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     """`store_spans`, then broadcast to watchers: the turns it created (a new turn reaches
-    them before its events), the new events, then every changed turn (its status and
-    event count); each step reads the database in one hop. Then end the silent turns
+    them before its events), the new events, then the other changed turns (their status
+    and event count); each step reads the database in one hop. Then end the silent turns
     (`abandon_silent_turns`) of any trace."""
     done = await sync_to_async(store_spans)(records, key)
     if done.turns:
@@ -211,7 +211,11 @@ async def receive(records: Sequence[SpanRecord], key: ApiKey) -> Received:
         live = LiveSessionService()
         for values in stored:
             await live.announce_event(event_from_values(values))
-        for payload in (await sync_to_async(_payloads_and_events)(done.turns, []))[0]:
+        # A created turn's payload above was read after the write: its status and
+        # count are final already. The others get theirs now.
+        created_ids = set(done.created)
+        changed = [turn_id for turn_id in done.turns if turn_id not in created_ids]
+        for payload in (await sync_to_async(_payloads_and_events)(changed, []))[0]:
             await send(payload["session_id"], {"type": TURN, "turn": payload})
     await abandon_silent_turns()
     return done
