@@ -3,9 +3,11 @@ sessions, turns and events.
 
 Modules: `models` (`OtlpSpan`, the kept spans; registered through `sessions_app.models`),
 `decode` (bodies to `SpanRecord`s with the official `opentelemetry-proto` classes),
-`messages` (GenAI and vendor message attributes to runtime `Content`), `mapping` (which
-session and turn a trace lands in, a span's events, a turn's outcome), `writer` (keeping
-spans and rebuilding their turns, broadcast through `LiveSessionService`), `limits`
+`messages` (GenAI and vendor message attributes and span events to plain messages),
+`mapping` (which session and turn a trace lands in, a span's events, a turn's outcome),
+`landing` (a request's traces written together: sessions, turns, events in bulk),
+`writer` (keeping spans and landing their traces in one transaction, broadcast through
+`LiveSessionService`, silent turns ended), `limits`
 (the per-key token bucket), `views` (``POST /v1/traces`` and
 ``/api/public/otel/v1/traces``). Only the model is imported eagerly.
 """

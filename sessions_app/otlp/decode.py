@@ -13,8 +13,8 @@ import base64
 import binascii
 import json
 import zlib
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf import json_format
@@ -24,7 +24,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-__all__ = ["BadBody", "SpanRecord", "decode_request", "decompress", "spans_of"]
+from sessions_app.otlp.messages import EVENTS_KEY
+
+__all__ = ["SPAN_FIELDS", "BadBody", "SpanRecord", "decode_request", "decompress", "spans_of"]
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -42,8 +44,11 @@ class BadBody(ValueError):
 
 @dataclass(slots=True)
 class SpanRecord:
-    """One received span, flattened: ids as lower-case hex, times aware UTC, `attributes`
-    the span's plus its resource's under ``resource.``; no span events are kept."""
+    """One received or kept span (what the mapping reads), flattened: ids as lower-case
+    hex, times aware UTC, `attributes` the span's plus its resource's under
+    ``resource.``; of its events only the GenAI ones (under `messages.EVENTS_KEY`)
+    and an exception event's ``exception.type`` (as ``error.type`` when the span has
+    none) are kept."""
 
     trace_id: str
     span_id: str
@@ -53,6 +58,10 @@ class SpanRecord:
     end_at: datetime
     status_code: int
     attributes: dict[str, Any] = field(default_factory=dict)
+
+
+#: The fields of a `SpanRecord`, in order: also columns of the kept span (`OtlpSpan`).
+SPAN_FIELDS = tuple(f.name for f in fields(SpanRecord))
 
 
 def decompress(body: bytes, encoding: str, limit: int) -> bytes:
@@ -161,10 +170,35 @@ def attributes_of(pairs: Any) -> dict[str, Any]:
 
 
 def _time(nanos: int) -> datetime:
+    """Nanoseconds since the epoch as an aware UTC datetime, cut to the microsecond
+    (exactly: no float rounding)."""
+    seconds, rest = divmod(nanos, 1_000_000_000)
     try:
-        return datetime.fromtimestamp(nanos / 1e9, tz=UTC)
+        return datetime.fromtimestamp(seconds, tz=UTC) + timedelta(microseconds=rest // 1000)
     except (OverflowError, OSError, ValueError):
         raise BadBody(400, f"time {nanos} is out of range") from None
+
+
+def _exception_type(span: Any) -> str:
+    """The ``exception.type`` of a span's first ``exception`` event ("" when none): the
+    error's class name, which SDKs record there rather than in ``error.type``. Nothing
+    else of the event is read (its message and stack trace are never kept)."""
+    for event in span.events:
+        if event.name == "exception":
+            for pair in event.attributes:
+                if pair.key == "exception.type" and pair.value.string_value:
+                    return str(pair.value.string_value)[:128]
+    return ""
+
+
+def _genai_events(span: Any) -> list[dict[str, Any]]:
+    """A span's GenAI events (named ``gen_ai.*``: messages in the conventions that put
+    them in span events) as ``{"name", "attributes"}``; no other event is kept."""
+    return [
+        {"name": event.name, "attributes": attributes_of(event.attributes)}
+        for event in span.events
+        if event.name.startswith("gen_ai.")
+    ]
 
 
 def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]:
@@ -186,6 +220,11 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]
                 if span.trace_id == bytes(16) or span.span_id == bytes(8):
                     bad += 1
                     continue
+                attributes = {**resource, **attributes_of(span.attributes)}
+                if "error.type" not in attributes and (kind := _exception_type(span)):
+                    attributes["error.type"] = kind
+                if genai := _genai_events(span):
+                    attributes[EVENTS_KEY] = genai
                 start = _time(span.start_time_unix_nano)
                 end = _time(span.end_time_unix_nano or span.start_time_unix_nano)
                 records.append(
@@ -197,7 +236,7 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]
                         start_at=start,
                         end_at=max(end, start),
                         status_code=int(span.status.code),
-                        attributes={**resource, **attributes_of(span.attributes)},
+                        attributes=attributes,
                     )
                 )
     return records, bad

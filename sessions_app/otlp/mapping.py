@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from agentops.runtime.session import FailureStage, is_valid_failure_code
 from sessions_app.otlp.messages import (
+    EVENTS_KEY,
     Message,
     arguments_object,
     has_content,
@@ -51,7 +52,7 @@ ERROR_STATUS = 2
 
 
 class SpanLike(Protocol):
-    """What the mapping reads of a kept span (`OtlpSpan` has it)."""
+    """What the mapping reads of a span (`decode.SpanRecord` has it)."""
 
     span_id: str
     parent_span_id: str
@@ -64,14 +65,16 @@ class SpanLike(Protocol):
 
 @dataclass(slots=True)
 class Place:
-    """Where a trace lands: raw session and turn keys ("" = none found), app, user, and
-    whether any span carried message content."""
+    """Where a trace lands: raw session and turn keys ("" = none found), app, user,
+    whether any span carried message content, and the model its latest model span
+    names ("" when none)."""
 
     session_key: str
     turn_key: str
     app_name: str
     user_id: str
     content_captured: bool
+    model: str = ""
 
 
 @dataclass(slots=True)
@@ -123,7 +126,20 @@ def place(spans: Sequence[SpanLike]) -> Place:
         app_name=_first(ordered, ("resource.service.name",)) or "otlp",
         user_id=_first(ordered, USER_KEYS),
         content_captured=any(has_content(span.attributes) for span in spans),
+        model=_model(sorted(spans, key=lambda s: (s.start_at, s.span_id), reverse=True)),
     )
+
+
+def _model(spans: Sequence[SpanLike]) -> str:
+    """The model of the first of `spans` naming one (`gen_ai.response.model`, else
+    `gen_ai.request.model`)."""
+    for span in spans:
+        found = span.attributes.get("gen_ai.response.model") or span.attributes.get(
+            "gen_ai.request.model"
+        )
+        if isinstance(found, str) and found:
+            return found[:255]
+    return ""
 
 
 def operation(span: SpanLike) -> str:
@@ -139,15 +155,25 @@ def _is_model(span: SpanLike) -> bool:
     attrs = span.attributes
     return (
         operation(span) in MODEL_SPANS
-        or any(key in attrs for key in ("gen_ai.input.messages", "gcp.vertex.agent.llm_request"))
-        or any(key.startswith("llm.input_messages.") for key in attrs)
+        or any(
+            key in attrs
+            for key in ("gen_ai.input.messages", "gcp.vertex.agent.llm_request", EVENTS_KEY)
+        )
+        or any(key.startswith(("llm.input_messages.", "gen_ai.prompt.")) for key in attrs)
     )
 
 
 def _usage(span: SpanLike) -> dict[str, Any] | None:
     attrs = span.attributes
-    prompt = attrs.get("gen_ai.usage.input_tokens", attrs.get("llm.token_count.prompt"))
-    completion = attrs.get("gen_ai.usage.output_tokens", attrs.get("llm.token_count.completion"))
+    prompt = _int_of(
+        attrs, "gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.usage.prompt_tokens"
+    )
+    completion = _int_of(
+        attrs,
+        "gen_ai.usage.output_tokens",
+        "llm.token_count.completion",
+        "gen_ai.usage.completion_tokens",
+    )
     if not isinstance(prompt, int) and not isinstance(completion, int):
         return None
     prompt = prompt if isinstance(prompt, int) else 0
@@ -167,6 +193,14 @@ def _usage(span: SpanLike) -> dict[str, Any] | None:
         "total_tokens": prompt + completion,
         "details": details,
     }
+
+
+def _int_of(attrs: dict[str, Any], *keys: str) -> int | None:
+    """The first of `keys` holding an integer (OTel, OpenInference, OpenLLMetry names)."""
+    for key in keys:
+        if isinstance(attrs.get(key), int):
+            return int(attrs[key])
+    return None
 
 
 def _after_last_assistant(messages: list[Message]) -> list[Message]:
@@ -313,10 +347,9 @@ def failure_code(value: Any) -> str:
 
 
 def _stage(span: SpanLike) -> str:
-    op = operation(span)
-    if op in MODEL_SPANS:
+    if _is_model(span):
         return FailureStage.PROVIDER.value
-    if op == "execute_tool":
+    if operation(span) == "execute_tool":
         return FailureStage.TOOL.value
     return FailureStage.AGENT.value
 

@@ -10,7 +10,14 @@ Read, in this order (the first present wins, docs/otlp.md):
   request's ``contents`` and the response's ``content``: ``text``, ``function_call``,
   ``function_response`` parts);
 - OpenInference: ``llm.input_messages.N.message.role|content|tool_calls.M.tool_call...``
-  and ``llm.output_messages.*`` (flattened attributes).
+  and ``llm.output_messages.*`` (flattened attributes);
+- OpenLLMetry (Traceloop): ``gen_ai.prompt.N.role|content|tool_call_id`` and
+  ``gen_ai.completion.N.role|content|tool_calls.M.id|name|arguments`` (flattened);
+- span events (`EVENTS_KEY`, kept by `decode`): the GenAI
+  ``gen_ai.client.inference.operation.details`` event's message attributes, else the
+  earlier conventions' per-message events (``gen_ai.system.message``,
+  ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message``,
+  ``gen_ai.choice``: ``content``, ``tool_calls``, ``id``, ``message``).
 
 Everything here is pure: values in, values out; nothing raises on odd shapes (a part it
 cannot read is skipped).
@@ -24,7 +31,27 @@ from typing import Any
 
 from sessions_app.ingest.normalise import json_or_none
 
-__all__ = ["Call", "Message", "Result", "input_messages", "output_messages", "system_text"]
+__all__ = [
+    "EVENTS_KEY",
+    "Call",
+    "Message",
+    "Result",
+    "input_messages",
+    "output_messages",
+    "system_text",
+]
+
+#: The attribute under which `decode` keeps a span's GenAI events: a list of
+#: ``{"name", "attributes"}`` (span events are otherwise never kept).
+EVENTS_KEY = "span.events.gen_ai"
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+#: The earlier conventions' message events, by the role they carry.
+LEGACY_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
 
 
 @dataclass(slots=True)
@@ -194,6 +221,93 @@ def _openinference(attributes: dict[str, Any], direction: str) -> list[Message]:
     return messages
 
 
+_LLMETRY = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+_LLMETRY_CALL = re.compile(r"^tool_calls\.(\d+)\.(id|name|arguments)$")
+
+
+def _openllmetry(attributes: dict[str, Any], direction: str) -> list[Message]:
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        match = _LLMETRY.match(key)
+        if match is not None and match.group(1) == direction:
+            found.setdefault(int(match.group(2)), {})[match.group(3)] = value
+    messages: list[Message] = []
+    for index in sorted(found):
+        fields = found[index]
+        calls: dict[int, dict[str, Any]] = {}
+        for key, value in fields.items():
+            if (call := _LLMETRY_CALL.match(key)) is not None:
+                calls.setdefault(int(call.group(1)), {})[call.group(2)] = value
+        body = {k: v for k, v in fields.items() if not k.startswith("tool_calls.")}
+        body["tool_calls"] = [calls[n] for n in sorted(calls)]
+        message = _legacy_message(body, "assistant" if direction == "completion" else "user")
+        if message is not None:
+            messages.append(message)
+    return messages
+
+
+def _legacy_message(body: Any, role: str) -> Message | None:
+    """A message of the earlier GenAI conventions (an event's body, or OpenLLMetry's
+    fields): ``role``, ``content`` (text, or a JSON list of parts with ``text``),
+    ``tool_calls`` ({id, name, arguments} or {id, function: {name, arguments}}), and for
+    a tool message the ``id`` / ``tool_call_id`` it answers."""
+    if not isinstance(body, dict):
+        return None
+    message = Message(role=_role(body.get("role") or role))
+    content = body.get("content")
+    parts = json_or_none(content) if isinstance(content, str) else content
+    if isinstance(parts, list):
+        texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        text = "\n".join(texts)
+    else:
+        text = content if isinstance(content, str) else ""
+    calls = json_or_none(body.get("tool_calls"))
+    for call in calls if isinstance(calls, list) else []:
+        if isinstance(call, dict):
+            function = call.get("function")
+            if not isinstance(function, dict):
+                function = call
+            message.calls.append(
+                Call(
+                    str(call.get("id") or ""),
+                    str(function.get("name") or ""),
+                    arguments_object(function.get("arguments")),
+                )
+            )
+    answered = body.get("tool_call_id") or body.get("id")
+    if message.role == "tool" and answered:
+        message.results.append(Result(str(answered), str(body.get("name") or ""), content))
+    else:
+        message.text = text
+    return message
+
+
+def _events(attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    events = attributes.get(EVENTS_KEY)
+    return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+
+
+def _event_messages(attributes: dict[str, Any], direction: str) -> list[Message]:
+    key = f"gen_ai.{direction}.messages"
+    for event in _events(attributes):
+        details = event.get("attributes")
+        if event.get("name") == DETAILS_EVENT and isinstance(details, dict) and key in details:
+            return _genai(details[key])
+    messages: list[Message] = []
+    for event in _events(attributes):
+        name, body = event.get("name"), event.get("attributes")
+        if direction == "output" and name == "gen_ai.choice" and isinstance(body, dict):
+            inner = json_or_none(body.get("message"))
+            message = _legacy_message(inner if isinstance(inner, dict) else body, "assistant")
+        elif direction == "input" and name in LEGACY_EVENTS and name != "gen_ai.system.message":
+            message = _legacy_message(body, LEGACY_EVENTS[str(name)])
+        else:
+            continue
+        if message is not None:
+            messages.append(message)
+    return messages
+
+
 def input_messages(attributes: dict[str, Any]) -> list[Message]:
     """The messages a model span was given (history included), by the first convention
     present; [] when content was not captured."""
@@ -203,7 +317,11 @@ def input_messages(attributes: dict[str, Any]) -> list[Message]:
     if isinstance(request, dict):
         contents = request.get("contents") or []
         return [m for c in contents if (m := _adk_content(c)) is not None]
-    return _openinference(attributes, "input")
+    return (
+        _openinference(attributes, "input")
+        or _openllmetry(attributes, "prompt")
+        or _event_messages(attributes, "input")
+    )
 
 
 def output_messages(attributes: dict[str, Any]) -> list[Message]:
@@ -214,12 +332,31 @@ def output_messages(attributes: dict[str, Any]) -> list[Message]:
     if isinstance(response, dict):
         message = _adk_content(response.get("content"))
         return [message] if message is not None else []
-    return _openinference(attributes, "output")
+    return (
+        _openinference(attributes, "output")
+        or _openllmetry(attributes, "completion")
+        or _event_messages(attributes, "output")
+    )
 
 
 def system_text(attributes: dict[str, Any]) -> str:
-    """The system instructions of a model span ("" when absent or not captured)."""
-    decoded = json_or_none(attributes.get("gen_ai.system_instructions"))
+    """The system instructions of a model span ("" when absent or not captured): the
+    attribute, else the operation-details event's, else a ``gen_ai.system.message``
+    event's content, else OpenLLMetry's system prompt."""
+    value = attributes.get("gen_ai.system_instructions")
+    for event in _events(attributes) if value is None else []:
+        details = event.get("attributes")
+        if not isinstance(details, dict):
+            details = {}
+        if event.get("name") == DETAILS_EVENT and "gen_ai.system_instructions" in details:
+            value = details["gen_ai.system_instructions"]
+        elif event.get("name") == "gen_ai.system.message" and value is None:
+            found = _legacy_message(details, "system")
+            return found.text if found is not None else ""
+    if value is None:
+        prompts = _openllmetry(attributes, "prompt")
+        return "\n".join(m.text for m in prompts if m.role == "system")
+    decoded = json_or_none(value)
     if isinstance(decoded, list):
         texts = [p.get("content") for p in decoded if isinstance(p, dict)]
         return "\n".join(t for t in texts if isinstance(t, str))
@@ -238,7 +375,8 @@ CONTENT_KEYS = (
     "gen_ai.tool.call.arguments",
     "gen_ai.tool.call.result",
 )
-CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.")
+CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.",
+                    "gen_ai.completion.", EVENTS_KEY)  # fmt: skip
 
 
 def has_content(attributes: dict[str, Any]) -> bool:

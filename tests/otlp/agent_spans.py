@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from google.protobuf import json_format
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -68,8 +69,15 @@ def _chat(tracer: Tracer, inputs: str, outputs: str | None, tokens: int = 10) ->
             span.set_attribute("gen_ai.output.messages", outputs)
 
 
-def _tool(tracer: Tracer, call_id: str, name: str, args: dict[str, Any], result: Any) -> None:
-    with tracer.start_as_current_span(f"execute_tool {name}") as span:
+def _tool(
+    tracer: Tracer,
+    call_id: str,
+    name: str,
+    args: dict[str, Any],
+    result: Any,
+    attributes: dict[str, Any] | None = None,
+) -> None:
+    with tracer.start_as_current_span(f"execute_tool {name}", attributes=attributes) as span:
         span.set_attribute("gen_ai.operation.name", "execute_tool")
         span.set_attribute("gen_ai.tool.call.id", call_id)
         span.set_attribute("gen_ai.tool.name", name)
@@ -88,8 +96,6 @@ def _agent_root(tracer: Tracer, conversation: str) -> Any:
 
 def ok_turn(tracer: Tracer, conversation: str = "conv-1") -> None:
     """The completed turn (see the module docstring)."""
-    from opentelemetry import trace
-
     root = _agent_root(tracer, conversation)
     with trace.use_span(root, end_on_exit=True):
         question = _user("What is the weather in Paris?")
@@ -114,8 +120,6 @@ def ok_turn(tracer: Tracer, conversation: str = "conv-1") -> None:
 
 def failed_turn(tracer: Tracer, conversation: str = "conv-1") -> None:
     """The failed turn with a dangling call (see the module docstring)."""
-    from opentelemetry import trace
-
     root = _agent_root(tracer, conversation)
     with trace.use_span(
         root, end_on_exit=True, record_exception=False, set_status_on_exception=False
@@ -138,14 +142,59 @@ def failed_turn(tracer: Tracer, conversation: str = "conv-1") -> None:
 
 def running_turn(tracer: Tracer, conversation: str = "conv-2") -> None:
     """Children of a root that never ends (a running turn)."""
-    from opentelemetry import trace
-
     root = _agent_root(tracer, conversation)
     with trace.use_span(root, end_on_exit=False):
         question = _user("Count to three")
         with _chat(tracer, _messages(question), _messages(_call("call_r", "count", {"to": 3}))):
             pass
         _tool(tracer, "call_r", "count", {"to": 3}, [1, 2, 3])
+
+
+class OpenTurn:
+    """A turn of session `conversation` whose model asked for a tool that has not
+    answered yet: its root span stays open, so the turn is running. Its spans carry the
+    conversation and turn ids, as Pydantic AI sets them on every span."""
+
+    def __init__(self, name: str, conversation: str = "shared") -> None:
+        self.exporter = InMemorySpanExporter()
+        self.tracer = provider(self.exporter).get_tracer("tests.otlp.silent")
+        self.root = self.tracer.start_span("invoke_agent worker")
+        self.root.set_attribute("gen_ai.operation.name", "invoke_agent")
+        self.ids = {"gen_ai.conversation.id": conversation, "gen_ai.agent.call.id": name}
+        self.root.set_attributes(self.ids)
+        self.sent = 0
+        self.call_id = f"call_{name}"
+        with trace.use_span(self.root, end_on_exit=False):
+            self.question = _user(f"{name}: run the slow tool")
+            self.asked = _call(self.call_id, "slow_tool", {"n": 1})
+            with _chat(self.tracer, _messages(self.question), _messages(self.asked)) as chat:
+                chat.set_attributes(self.ids)
+
+    def tool_answers(self) -> None:
+        with trace.use_span(self.root, end_on_exit=False):
+            _tool(self.tracer, self.call_id, "slow_tool", {"n": 1}, "done", self.ids)
+
+    def answers(self, text: str) -> None:
+        """The model's final answer (a chat span; the root stays open)."""
+        with trace.use_span(self.root, end_on_exit=False):
+            final = {"role": "assistant", "parts": [{"type": "text", "content": text}]}
+            answered = {
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": self.call_id, "response": "done"}],
+            }
+            history = _messages(self.question, self.asked, answered)
+            with _chat(self.tracer, history, _messages(final)) as chat:
+                chat.set_attributes(self.ids)
+
+    def take(self) -> list[ReadableSpan]:
+        """The spans ended since the last `take`."""
+        spans = list(self.exporter.get_finished_spans())[self.sent :]
+        self.sent += len(spans)
+        return spans
+
+    def batch(self) -> bytes:
+        """The spans ended since the last batch, as a protobuf body."""
+        return protobuf_body(self.take())
 
 
 def conversation_spans() -> list[ReadableSpan]:

@@ -221,3 +221,32 @@ def test_over_the_rate_gets_429_with_retry_after(poster: OtlpPoster) -> None:
         response = poster.post(body)
     assert response.status_code == 429
     assert int(response["Retry-After"]) >= 1
+
+
+def test_events_are_dated_by_their_spans(poster: OtlpPoster) -> None:
+    spans = conversation_spans()
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    chat = next(s for s in spans if s.name.startswith("chat") and "Paris" in str(s.attributes))
+    tool = next(
+        s for s in spans if s.attributes and s.attributes.get("gen_ai.tool.call.id") == "call_1"
+    )
+    at = {e.text or e.role: e.created_at for e in models.Event.objects.filter(session_id="conv-1")}
+    nanos = {key: round(value.timestamp() * 1e6) for key, value in at.items()}
+    assert nanos["What is the weather in Paris?"] == (chat.start_time or 0) // 1000
+    assert nanos["tool"] == (tool.end_time or 0) // 1000  # the result: when the tool ended
+
+
+@pytest.mark.parametrize("wbits", [15, -15], ids=["zlib", "raw"])
+def test_deflate_bodies_land_the_same(poster: OtlpPoster, wbits: int) -> None:
+    import zlib
+
+    spans = conversation_spans()
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    expected = landed()
+    models.Session.objects.all().delete()
+    OtlpSpan.objects.all().delete()
+    packer = zlib.compressobj(wbits=wbits)
+    body = packer.compress(json_body(spans)) + packer.flush()
+    response = poster.post(body, "application/json", Content_Encoding="deflate")
+    assert response.status_code == 200, response.content
+    assert landed() == expected

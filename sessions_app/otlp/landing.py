@@ -1,0 +1,370 @@
+"""Landing the traces of one request: their sessions, turns and events, in bulk.
+
+`plan_trace` works out, from all the kept and new spans of a trace (pure: `mapping`),
+where it lands and what its turn holds; `refusal` says why a plan cannot land (another
+app's session or key, a turn not received over OTLP); `land` writes the accepted plans
+with a fixed number of queries for the whole request (sessions, turns, events created or
+updated in bulk), whatever the number of traces, plus one `refresh_resume_statuses` of
+the sessions that changed. A trace that moves into its conversation's session when its
+root arrives leaves its old turn (`drop_turn`, rare: a few queries per move).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from sessions_app import models
+from sessions_app.ingest.writer import insert_rows
+from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
+from sessions_app.otlp.mapping import Draft, Outcome, Place, place, turn_drafts, turn_outcome
+from sessions_app.otlp.models import OtlpSpan
+from sessions_app.projector import load_outcomes
+from sessions_app.store.resume import (
+    orphan_count,
+    protocol_events,
+    refresh_resume_status,
+    resume_status,
+)
+from sessions_app.store.rows import turn_from_row
+
+__all__ = ["NOTE_PREFIX", "OWNER_HOST", "STATE_KEY", "Plan", "land", "refusal"]
+
+#: Session state key of sessions made by the receiver: {"content_captured": bool}.
+STATE_KEY = "otlp"
+#: `Turn.status_note` of every turn the receiver made starts with it.
+NOTE_PREFIX = "via OTLP"
+#: `Turn.owner_host` of a running OTLP turn: its owner is the exporter, leased until
+#: AGENTOPS_STUCK_AFTER_SECONDS after the trace's last batch (`store.owner`: a lapsed
+#: lease means the owner is gone, and the turn is recorded interrupted/abandoned).
+OWNER_HOST = "otlp exporter"
+
+
+@dataclass(slots=True)
+class Plan:
+    """One trace of the request: all its spans (kept and `fresh`), the (session, turn)
+    pairs its kept spans landed in, where it lands now, its events, its outcome (None:
+    running) and the turn's note."""
+
+    trace_id: str
+    spans: list[SpanRecord]
+    fresh: list[SpanRecord]
+    previous: set[tuple[str, str]]
+    where: Place
+    session_id: str
+    turn_id: str
+    note: str
+    drafts: list[Draft] = field(default_factory=list)
+    outcome: Outcome | None = None
+
+    @property
+    def moved_from(self) -> set[tuple[str, str]]:
+        """(session, turn) pairs the trace's kept spans landed in before, if not here."""
+        return self.previous - {(self.session_id, self.turn_id)}
+
+
+def plan_trace(
+    trace_id: str,
+    spans: list[SpanRecord],
+    fresh: list[SpanRecord],
+    previous: set[tuple[str, str]],
+    ids: Any,
+    note: str,
+) -> Plan:
+    """The plan of a trace from all its spans (`previous`: see `Plan`); `ids(place,
+    trace_id)` names its session and turn, `note` is the turn's status note (content
+    capture is added here)."""
+    spans.sort(key=lambda s: (s.start_at, s.span_id))
+    where = place(spans)
+    session_id, turn_id = ids(where, trace_id)
+    if not where.content_captured:
+        note += "; message content was not captured"
+    return Plan(
+        trace_id, spans, fresh, previous, where, session_id, turn_id, note[:500],
+        drafts=turn_drafts(spans), outcome=turn_outcome(spans),
+    )  # fmt: skip
+
+
+def refusal(
+    plan: Plan,
+    allows_app: Any,
+    sessions: dict[str, models.Session],
+    turns: dict[str, models.Turn],
+    claimed: dict[str, str],
+) -> str:
+    """Why `plan` cannot land ("" when it can): its app is not the key's, its session is
+    another app's, or its turn was not received over OTLP (or is another trace's in this
+    request: `claimed` turn id -> trace id)."""
+    app = plan.where.app_name
+    if not allows_app(app):
+        return f"app {app[:100]!r} is not allowed for this key"
+    session = sessions.get(plan.session_id)
+    if session is not None and session.app_name != app[:255]:
+        return f"session {plan.session_id[:100]!r} belongs to another app"
+    turn = turns.get(plan.turn_id)
+    if turn is not None and (
+        turn.session_id != plan.session_id or not turn.status_note.startswith(NOTE_PREFIX)
+    ):
+        return f"turn {plan.turn_id[:100]!r} exists and was not received over OTLP"
+    if claimed.setdefault(plan.turn_id, plan.trace_id) != plan.trace_id:
+        return f"turn {plan.turn_id[:100]!r} is named by two traces of this request"
+    return ""
+
+
+@dataclass(slots=True)
+class Landed:
+    """What `land` changed: new event ids (in order), the turns whose row or events
+    changed, and those of them it created."""
+
+    new_events: list[int] = field(default_factory=list)
+    turns: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+
+
+def land(
+    plans: Sequence[Plan],
+    sessions: dict[str, models.Session],
+    turns: dict[str, models.Turn],
+    received_at: datetime,
+) -> Landed:
+    """Write the accepted `plans` (see the module docstring); `sessions` and `turns` are
+    the existing rows of their ids, as read for `refusal`; new spans are kept as
+    received at `received_at`."""
+    done = Landed()
+    now = timezone.now()
+    for plan in plans:
+        for old_session, old_turn in plan.moved_from:
+            drop_turn(old_session, old_turn)
+        if plan.moved_from:  # its kept spans follow it (new ones are created in place)
+            OtlpSpan.objects.filter(trace_id=plan.trace_id).update(
+                session_id=plan.session_id, turn_id=plan.turn_id
+            )
+    insert_rows(
+        OtlpSpan,
+        _SPAN_COLUMNS,
+        (
+            [
+                *(getattr(span, name) for name in SPAN_FIELDS),
+                received_at,
+                plan.session_id,
+                plan.turn_id,
+            ]
+            for plan in plans
+            for span in plan.fresh
+        ),
+    )
+    _land_sessions(plans, sessions, now)
+    known = set(turns)
+    changed = _land_turns(plans, turns, now) | _land_events(plans, now, done)
+    done.created = [plan.turn_id for plan in plans if plan.turn_id not in known]
+    # Watchers get these turns again: their status or their event count changed.
+    done.turns = [plan.turn_id for plan in plans if plan.turn_id in changed]
+    touched = {plan.session_id for plan in plans if plan.turn_id in changed}
+    if touched:
+        models.Session.objects.filter(pk__in=touched).update(updated_at=now)
+        refresh_resume_statuses(touched)
+    return done
+
+
+def _land_sessions(
+    plans: Sequence[Plan], sessions: dict[str, models.Session], now: datetime
+) -> None:
+    new: dict[str, models.Session] = {}
+    for plan in plans:
+        captured = plan.where.content_captured
+        row = sessions.get(plan.session_id)
+        if row is None and plan.session_id not in new:
+            new[plan.session_id] = models.Session(
+                id=plan.session_id,
+                app_name=plan.where.app_name[:255],
+                user_id=plan.where.user_id[:255],
+                state={STATE_KEY: {"content_captured": captured}},
+                model=plan.where.model,
+                created_at=now,
+                updated_at=now,
+            )
+        elif row is not None:  # rare changes: a query each
+            mark = row.state.get(STATE_KEY) if isinstance(row.state, dict) else None
+            if captured and isinstance(mark, dict) and mark.get("content_captured") is False:
+                row.state = {**row.state, STATE_KEY: {"content_captured": True}}
+                models.Session.objects.filter(pk=row.pk).update(state=row.state)
+            if plan.where.model and row.model != plan.where.model:
+                row.model = plan.where.model
+                models.Session.objects.filter(pk=row.pk).update(model=row.model)
+    models.Session.objects.bulk_create(new.values())
+    sessions.update(new)
+
+
+#: The columns of a new span row: a `SpanRecord`'s, then where it was received and landed.
+_SPAN_COLUMNS = (*SPAN_FIELDS, "received_at", "session_id", "turn_id")
+_TURN_FIELDS = ("status", "reason", "failure_code", "failure_stage", "finished_at",
+                "status_note", "started_at")  # fmt: skip
+_LEASE_FIELDS = ("owner_host", "owner_pid", "lease_until")
+
+
+def _land_turns(plans: Sequence[Plan], turns: dict[str, models.Turn], now: datetime) -> set[str]:
+    """Create or update the plans' turns (two queries); returns the ids whose row changed."""
+    lease_until = now + timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
+    new: list[models.Turn] = []
+    updated: list[models.Turn] = []
+    changed: set[str] = set()
+    for plan in plans:
+        outcome = plan.outcome
+        wanted: dict[str, Any] = {
+            "status": outcome.status if outcome else "running",
+            "reason": outcome.reason if outcome else "",
+            "failure_code": outcome.failure_code if outcome else "",
+            "failure_stage": outcome.failure_stage if outcome else "",
+            "finished_at": outcome.finished_at if outcome else None,
+            "status_note": plan.note,
+            "started_at": plan.spans[0].start_at,
+        }
+        if outcome is None:  # the exporter's lease: renewed by every batch of the trace
+            wanted.update(owner_host=OWNER_HOST, owner_pid=0, lease_until=lease_until)
+        row = turns.get(plan.turn_id)
+        if row is None:
+            row = models.Turn(id=plan.turn_id, session_id=plan.session_id, **wanted)
+            new.append(row)
+            turns[plan.turn_id] = row
+            changed.add(plan.turn_id)
+            continue
+        if any(getattr(row, name) != wanted[name] for name in _TURN_FIELDS):
+            changed.add(plan.turn_id)
+        for name, value in wanted.items():
+            setattr(row, name, value)
+        updated.append(row)
+    models.Turn.objects.bulk_create(new)
+    if updated:
+        models.Turn.objects.bulk_update(updated, [*_TURN_FIELDS, *_LEASE_FIELDS])
+    return changed
+
+
+#: The event columns a draft sets (`_columns`), compared to decide an update.
+_EVENT_COLUMNS = ("created_at", "source_id", "author", "role", "text", "tool_calls",
+                  "tool_response", "tool_call_id", "usage", "finish_reason")  # fmt: skip
+
+
+_NEW_EVENT_COLUMNS = ("session_id", "turn_id", "updated_at", "raw", *_EVENT_COLUMNS)
+
+
+def _columns(draft: Draft) -> dict[str, Any]:
+    """An event's columns from its draft; it was created when its span says (a model
+    span's input at its start, its output at its end), not when it was received."""
+    return {
+        "created_at": draft.at,
+        "source_id": draft.key[:255],
+        "author": draft.author,
+        "role": draft.role,
+        "text": draft.text,
+        "tool_calls": draft.tool_calls,
+        "tool_response": draft.tool_response,
+        "tool_call_id": "",
+        "usage": draft.usage,
+        "finish_reason": draft.finish_reason,
+    }
+
+
+def _land_events(plans: Sequence[Plan], now: datetime, done: Landed) -> set[str]:
+    """Make each plan's stored events equal its drafts, in order: rows rewritten in place,
+    new ones appended, the surplus deleted (at most four queries); returns the turn ids
+    whose events changed."""
+    stored: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in (
+        models.Event.objects.filter(  # the session first: index event_session_turn_idx
+            session_id__in={p.session_id for p in plans}, turn_id__in=[p.turn_id for p in plans]
+        )
+        .order_by("id")
+        .values("id", "turn_id", *_EVENT_COLUMNS)
+    ):
+        stored[row["turn_id"]].append(row)
+    new: list[list[Any]] = []
+    updated: list[models.Event] = []
+    surplus: list[int] = []
+    changed: set[str] = set()
+    for plan in plans:
+        rows = stored.get(plan.turn_id, [])
+        for index, draft in enumerate(plan.drafts):
+            wanted = _columns(draft)
+            if index < len(rows):
+                if any(rows[index][name] != value for name, value in wanted.items()):
+                    updated.append(models.Event(id=rows[index]["id"], updated_at=now, **wanted))
+                    changed.add(plan.turn_id)
+                continue
+            new.append(
+                [plan.session_id, plan.turn_id, now, {"otlp": {"span": draft.key}},
+                 *wanted.values()]
+            )  # fmt: skip
+            changed.add(plan.turn_id)
+        if len(rows) > len(plan.drafts):
+            surplus += [row["id"] for row in rows[len(plan.drafts) :]]
+            changed.add(plan.turn_id)
+    if surplus:
+        models.Event.objects.filter(pk__in=surplus).delete()
+    if updated:
+        models.Event.objects.bulk_update(updated, ["updated_at", *_EVENT_COLUMNS])
+    if new:  # in one transaction: the new rows of these turns are the ids after `before`
+        before = models.Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+        insert_rows(models.Event, _NEW_EVENT_COLUMNS, new)
+        done.new_events += (
+            models.Event.objects.filter(turn_id__in=[p.turn_id for p in plans], id__gt=before)
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+    return changed
+
+
+def drop_turn(session_id: str, turn_id: str) -> None:
+    """Delete a turn the receiver made, with its events (its trace moved into another
+    session); its session too when that leaves it empty and the receiver made it."""
+    models.Event.objects.filter(session_id=session_id, turn_id=turn_id).delete()
+    models.Turn.objects.filter(pk=turn_id, status_note__startswith=NOTE_PREFIX).delete()
+    session = models.Session.objects.filter(pk=session_id, state__has_key=STATE_KEY).first()
+    if session is not None and not session.turns.exists() and not session.events.exists():
+        session.delete()
+    elif session is not None:
+        refresh_resume_status(session_id)
+
+
+def refresh_resume_statuses(session_ids: Collection[str]) -> None:
+    """`refresh_resume_status` of many sessions: their turns, their events' protocol
+    facts, which of them have recorded tool outcomes (read per such session: rare), and
+    one UPDATE per distinct status. Reads every active event of those sessions, so its
+    cost grows with their length, as `refresh_resume_status`'s."""
+    ids = sorted(session_ids)
+    turns: dict[str, list[Any]] = defaultdict(list)
+    for row in models.Turn.objects.filter(session_id__in=ids).order_by("started_at", "id"):
+        turns[row.session_id].append(turn_from_row(row))
+    facts: dict[str, list[Any]] = defaultdict(list)
+    columns = ("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id", "author")
+    events = models.Event.objects.active().filter(session_id__in=ids).order_by("id")
+    for session_id, *fact in events.values_list("session_id", *columns):
+        facts[session_id].append(tuple(fact))
+    with_outcomes = set(
+        models.ToolOutcome.objects.filter(session_id__in=ids).values_list("session_id", flat=True)
+    )
+    statuses: dict[tuple[int, bool, int], list[str]] = defaultdict(list)
+    for session_id in ids:
+        stored = protocol_events(session_id, facts.get(session_id, []))
+        outcomes = load_outcomes(session_id) if session_id in with_outcomes else {}
+        issues, cannot_resume = resume_status(turns.get(session_id, []), stored, outcomes)
+        statuses[issues, cannot_resume, orphan_count(stored)].append(session_id)
+    for (issues, cannot_resume, orphans), same in statuses.items():  # mostly one UPDATE
+        models.Session.objects.filter(pk__in=same).update(
+            protocol_issue_count=issues, cannot_resume=cannot_resume, orphan_result_count=orphans
+        )
+
+
+def existing_rows(
+    plans: Iterable[Plan],
+) -> tuple[dict[str, models.Session], dict[str, models.Turn]]:
+    """The stored sessions and turns the plans name (two queries)."""
+    plans = list(plans)
+    sessions = models.Session.objects.in_bulk([p.session_id for p in plans])
+    turns = models.Turn.objects.in_bulk([p.turn_id for p in plans])
+    return dict(sessions), dict(turns)
