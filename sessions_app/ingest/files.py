@@ -11,7 +11,6 @@ import dataclasses
 import gc
 import hashlib
 import math
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -26,8 +25,14 @@ from sessions_app.ingest.errors import ImportRefusedError, UnknownFormatError
 from sessions_app.ingest.formats.adk_database import read_postgres, shown_url
 from sessions_app.ingest.normalise import at_line, current_line, synthetic_times_from
 from sessions_app.ingest.parsed import ParsedSession, ParseResult
+from sessions_app.ingest.reading import SourceFacts, SourceLines, needs_stdlib
 from sessions_app.ingest.redaction import redact_parse_result
-from sessions_app.ingest.registry import DatabaseFormat, format_named, registered_formats
+from sessions_app.ingest.registry import (
+    DatabaseFormat,
+    JsonLinesFormat,
+    format_named,
+    registered_formats,
+)
 from sessions_app.ingest.replace import plan_replacement
 from sessions_app.ingest.subagents import link_subagents
 from sessions_app.ingest.summary import ImportReport, file_totals
@@ -43,10 +48,6 @@ ADK_DATABASE = Session.SourceFormat.ADK_DATABASE
 
 #: The file names a directory walk imports (`.db`: ADK session databases).
 SUFFIXES = (".jsonl", ".json", ".db")
-#: Text that can hold a number no database column holds: a 3-digit exponent (1e400 reads
-#: as infinity), 300 digits in a row (1000...0.0), or the Infinity / NaN literals Python's
-#: JSON reader accepts.
-NON_FINITE_HINT = re.compile(r"[eE][+-]?\d{3}|\d{300}|Infinity|NaN")
 #: Errors a parser raises on a value it did not expect: the file is refused in one line.
 BAD_VALUE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
@@ -124,13 +125,15 @@ def parse_file(path: Path, source_format: str = "auto", text: str | None = None)
     does not fit its format, and OSError when the file cannot be read. Bytes that are not
     UTF-8 are read as U+FFFD. Sources without timestamps get times from the file's
     modification time (`normalise.synthetic_time`). `text`: the file's text when the
-    caller already read it (the live tail reads only what was appended).
+    caller already read it (the live tail reads only what was appended); else a JSON
+    Lines file is read line by line (`reading.SourceLines`: its text is never held
+    whole) and a JSON document whole.
     """
     at_line(0)
     written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
     database = _database_format(path, source_format)
-    if text is None:
-        text = "" if database else path.read_text(encoding="utf-8", errors="replace")
+    facts = SourceFacts()
+    source: str | SourceLines = "" if database else (text or "")
     try:
         fmt = database or (detect_format(path, text) if source_format == "auto" else source_format)
         if fmt is None:
@@ -138,18 +141,33 @@ def parse_file(path: Path, source_format: str = "auto", text: str | None = None)
         parser = format_named(fmt)
         if parser is None:
             raise UnknownFormatError(path, f"unknown format {fmt!r}")
+        if text is None and not database:
+            if isinstance(parser, JsonLinesFormat):
+                source = SourceLines(path)
+                facts = source.facts
+            else:
+                source = path.read_text(encoding="utf-8", errors="replace")
+        if isinstance(source, str) and not database:
+            facts.note(source)
+            facts.may_hold_non_finite = needs_stdlib(source)
         with gc_paused(), synthetic_times_from(written):
-            result = parser.parse(path, text)
+            result = (
+                parser.parse(path, source)
+                if isinstance(parser, JsonLinesFormat)
+                else parser.parse(path, str(source))
+            )
+            del source  # a document's text is not kept while the rest runs
             # The one redaction point of every importer: before anything can be stored.
-            redact_parse_result(result, text or None)
+            if facts.may_hold_secret or database:
+                redact_parse_result(result, None)
     except RecursionError:
         raise ImportRefusedError(path, "JSON nested too deeply to read") from None
     except BAD_VALUE_ERRORS as exc:
         if isinstance(exc, UnknownFormatError | ImportRefusedError):
             raise
         raise ImportRefusedError(path, bad_value_reason(exc), current_line()) from None
-    may_hold_nul = "\x00" in text or "\\u0000" in text or bool(database)
-    non_finite = bool(database) or NON_FINITE_HINT.search(text) is not None
+    may_hold_nul = facts.may_hold_nul or bool(database)
+    non_finite = bool(database) or facts.may_hold_non_finite
     check_parse_result(path, result, may_hold_nul, may_hold_non_finite=non_finite)
     result.source_format = fmt
     return result
