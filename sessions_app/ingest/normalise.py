@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sessions_app.ingest.parsed import ImportProblem, ParsedTodo
-from sessions_app.ingest.reading import JsonLinesText, loads, needs_stdlib
+from sessions_app.ingest.reading import JsonLinesText, decode, loads
 from sessions_app.ingest.redaction.core import redact_text
 
 SYNTHETIC_BASE = datetime(2000, 1, 1, tzinfo=UTC)
@@ -97,7 +97,7 @@ def jsonl_objects(
     holds another JSON value is reported in `problems` ("not valid JSON (<reason>)",
     "not a JSON object (got <type>)") and skipped. `name` is the file named in problems.
     `text`: the whole text, or a file read line by line (`reading.SourceLines`, whose
-    facts learn here which lines may hold a number out of range). Lines are decoded
+    facts learn here whether a line may hold a number out of range). Lines are decoded
     by `reading.loads` (orjson, read as `json.loads` reads them).
     """
     lines = text.splitlines() if isinstance(text, str) else text
@@ -106,14 +106,13 @@ def jsonl_objects(
         _current_line.set(number)
         if not line.strip():
             continue
-        stdlib = needs_stdlib(line)
-        if stdlib and facts is not None:
-            facts.may_hold_non_finite = True
         try:
-            record = loads(line, stdlib)
+            record, stdlib = decode(line)
         except json.JSONDecodeError as exc:
             problems.append(ImportProblem(name, number, f"not valid JSON ({exc.msg})"))
             continue
+        if stdlib and facts is not None:
+            facts.may_hold_non_finite = True
         if not isinstance(record, dict):
             kind = type(record).__name__
             problems.append(ImportProblem(name, number, f"not a JSON object (got {kind})"))

@@ -4,11 +4,10 @@
 `json.loads` gives (the importer's results do not depend on which reader ran): text
 orjson would read differently goes to `json.loads`, and so does text orjson refuses, so a
 refusal names the standard library's reason as before. orjson differs on integers beyond
-64 bits (it reads them as floats), on numbers out of a double's range and on the
-NaN / Infinity literals (it refuses them), and on nesting deeper than 1,024 (Python
-refuses at about 1,000); `_NEEDS_STDLIB` finds every text that may hold the first three
-(a run of 19 digits, a three-digit exponent, the literals), and texts with 900 or more
-brackets go to the standard library too.
+64 bits (it reads them as floats: a run of 19 digits sends the text to the standard
+library), on numbers out of a double's range and on the NaN / Infinity literals (it
+refuses them: the standard library reads them), and on nesting deeper than 1,024 (Python
+refuses at about 1,000: texts with 900 or more brackets go to the standard library).
 
 `SourceLines` is a JSON Lines file read one line at a time (constant memory whatever the
 file's size), split exactly as `str.splitlines` splits the whole text, noting as it goes
@@ -30,31 +29,43 @@ import orjson
 
 from sessions_app.ingest.redaction.prefilter import might_hold_secret
 
-#: Text orjson would read differently from `json.loads` (see the module doc). Every match
-#: of the import's old non-finite hint (a three-digit exponent, 300 digits, the
-#: literals) is a match here, so it also serves as that hint (`files.check_parse_result`).
-_NEEDS_STDLIB = re.compile(r"[0-9]{19}|[eE][+-]?[0-9]{3}|Infinity|NaN")
+#: Every digit as "0": a run of 19 digits is then found by `bytes.find` (C speed; a
+#: regular expression over every character cost as much as decoding).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_NINETEEN_DIGITS = b"0" * 19
 #: Brackets from which a text may nest deeper than orjson reads like Python.
 _DEEP = 900
+#: Whole texts that can hold a number no database column holds: a 3-digit exponent (1e400
+#: reads as infinity), 300 digits in a row (1000...0.0), or the Infinity / NaN literals
+#: Python's JSON reader accepts.
+NON_FINITE_HINT = re.compile(r"[eE][+-]?\d{3}|\d{300}|Infinity|NaN")
 
 
 def needs_stdlib(text: str) -> bool:
-    """True when `text` may hold a number orjson reads otherwise than `json.loads` (or
-    one out of a database column's range), or nests deeply."""
-    return _NEEDS_STDLIB.search(text) is not None or text.count("[") + text.count("{") >= _DEEP
+    """True when `text` may hold what orjson reads otherwise than `json.loads` without
+    refusing it: an integer beyond 64 bits (a run of 19 digits), or deep nesting."""
+    if text.count("[") + text.count("{") >= _DEEP:
+        return True
+    data = text.encode("utf-8", "surrogatepass")
+    return _NINETEEN_DIGITS in data.translate(_DIGITS_AS_ZERO)
 
 
-def loads(text: str, stdlib: bool | None = None) -> Any:
-    """`json.loads(text)`, computed by orjson where both give the same (`stdlib`: the
-    caller's `needs_stdlib(text)`, worked out here when None). Raises
-    `json.JSONDecodeError` (the standard library's, with its message) or RecursionError
-    as `json.loads` does."""
-    if not (needs_stdlib(text) if stdlib is None else stdlib):
+def decode(text: str) -> tuple[Any, bool]:
+    """(`json.loads(text)`, whether the standard library read it): orjson reads `text`
+    unless `needs_stdlib`, and hands what it refuses (NaN, Infinity, numbers out of a
+    double's range, bad JSON) to `json.loads`. Raises `json.JSONDecodeError` (the
+    standard library's, with its message) or RecursionError as `json.loads` does."""
+    if not needs_stdlib(text):
         try:
-            return orjson.loads(text)
+            return orjson.loads(text), False
         except orjson.JSONDecodeError:
             pass  # the standard library's error (or its reading of the text) decides
-    return json.loads(text)
+    return json.loads(text), True
+
+
+def loads(text: str) -> Any:
+    """`json.loads(text)`, computed by orjson where both give the same (`decode`)."""
+    return decode(text)[0]
 
 
 @dataclass(slots=True)
@@ -64,8 +75,9 @@ class SourceFacts:
     Each is False only when no line can hold it: `may_hold_secret` (the redaction
     prefilter on every line: sound, since no trigger spans a line break),
     `may_hold_nul` (a NUL byte or its JSON escape), `may_hold_non_finite` (a number
-    Python reads as infinite or too large for a column: set by `normalise.jsonl_objects`,
-    which asks `needs_stdlib` of every line anyway).
+    Python reads as infinite or too large for a column: set by `normalise.jsonl_objects`
+    for a line the standard library read, which every such number needs; for a whole
+    text, `NON_FINITE_HINT`).
     """
 
     may_hold_secret: bool = False
@@ -79,6 +91,11 @@ class SourceFacts:
             self.may_hold_secret = True
         if not self.may_hold_nul and ("\x00" in text or "\\u0000" in text):
             self.may_hold_nul = True
+
+    def note_text(self, text: str) -> None:
+        """Take a whole text into account (every fact)."""
+        self.note(text)
+        self.may_hold_non_finite = NON_FINITE_HINT.search(text) is not None
 
 
 class SourceLines:
