@@ -156,7 +156,11 @@ def test_loads_reads_what_the_standard_library_reads(text: str) -> None:
     assert type(got) is type(expected)
 
 
-def test_source_lines_split_as_the_whole_text_splits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("block_bytes", [1, 3, 7, 1 << 20])
+def test_source_lines_split_as_the_whole_text_splits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bytes: int
+) -> None:
+    monkeypatch.setattr(SourceLines, "BLOCK_BYTES", block_bytes)
     path = tmp_path / "mixed.jsonl"
     raw = "a\r\nb\rc\n\nd\u2028e\x85f\n\xe2\x82 broken\ng".encode("utf-8", "surrogatepass")
     raw = raw.replace("\xe2\x82".encode(), b"\xe2\x82")  # a truncated UTF-8 sequence

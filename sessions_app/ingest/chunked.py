@@ -44,8 +44,9 @@ from sessions_app.store import EVENT_INSERT_COLUMNS, TURN_COLUMNS
 
 __all__ = ["YIELD_SECONDS", "session_steps", "write_in_bounded_transactions"]
 
-#: How long an import lets other writers have SQLite's lock between its transactions.
-YIELD_SECONDS = 0.15
+#: How long an import lets other writers have SQLite's lock between its transactions
+#: (longer than the 100 ms SQLite's busy handler sleeps at most between two tries).
+YIELD_SECONDS = 0.11
 
 
 def write_in_bounded_transactions(steps: Iterator[None], undo: Callable[[], None]) -> int:

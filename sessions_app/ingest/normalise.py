@@ -101,18 +101,18 @@ def jsonl_objects(
     by `reading.loads` (orjson, read as `json.loads` reads them).
     """
     lines = text.splitlines() if isinstance(text, str) else text
-    facts = None if isinstance(text, str) else text.facts
+    source = None if isinstance(text, str) else text
     for number, line in enumerate(lines, start=1):
         _current_line.set(number)
         if not line.strip():
             continue
         try:
-            record, stdlib = decode(line)
+            record, stdlib = decode(line, source is None or source.block_has_long_numbers)
         except json.JSONDecodeError as exc:
             problems.append(ImportProblem(name, number, f"not valid JSON ({exc.msg})"))
             continue
-        if stdlib and facts is not None:
-            facts.may_hold_non_finite = True
+        if stdlib and source is not None:
+            source.facts.may_hold_non_finite = True
         if not isinstance(record, dict):
             kind = type(record).__name__
             problems.append(ImportProblem(name, number, f"not a JSON object (got {kind})"))

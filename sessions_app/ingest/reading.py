@@ -41,21 +41,25 @@ _DEEP = 900
 NON_FINITE_HINT = re.compile(r"[eE][+-]?\d{3}|\d{300}|Infinity|NaN")
 
 
-def needs_stdlib(text: str) -> bool:
+def needs_stdlib(text: str, long_numbers: bool = True) -> bool:
     """True when `text` may hold what orjson reads otherwise than `json.loads` without
-    refusing it: an integer beyond 64 bits (a run of 19 digits), or deep nesting."""
+    refusing it: an integer beyond 64 bits (a run of 19 digits; not looked for when
+    `long_numbers` is False: the caller knows there is none), or deep nesting."""
     if text.count("[") + text.count("{") >= _DEEP:
         return True
+    if not long_numbers:
+        return False
     data = text.encode("utf-8", "surrogatepass")
     return _NINETEEN_DIGITS in data.translate(_DIGITS_AS_ZERO)
 
 
-def decode(text: str) -> tuple[Any, bool]:
+def decode(text: str, long_numbers: bool = True) -> tuple[Any, bool]:
     """(`json.loads(text)`, whether the standard library read it): orjson reads `text`
-    unless `needs_stdlib`, and hands what it refuses (NaN, Infinity, numbers out of a
-    double's range, bad JSON) to `json.loads`. Raises `json.JSONDecodeError` (the
-    standard library's, with its message) or RecursionError as `json.loads` does."""
-    if not needs_stdlib(text):
+    unless `needs_stdlib(text, long_numbers)`, and hands what it refuses (NaN, Infinity,
+    numbers out of a double's range, bad JSON) to `json.loads`. Raises
+    `json.JSONDecodeError` (the standard library's, with its message) or RecursionError
+    as `json.loads` does."""
+    if not needs_stdlib(text, long_numbers):
         try:
             return orjson.loads(text), False
         except orjson.JSONDecodeError:
@@ -99,27 +103,48 @@ class SourceFacts:
 
 
 class SourceLines:
-    """The lines of a UTF-8 file, read as they are iterated (once), as
+    """The lines of a UTF-8 file, read as they are iterated, as
     ``path.read_text(encoding="utf-8", errors="replace").splitlines()`` gives them.
 
-    The file is read a line (up to "\\n") at a time and each piece split again by
-    `str.splitlines` (which also splits at "\\r", "\\x85", U+2028 ...), so line numbers
-    match the whole-text split. Bytes that are not UTF-8 read as U+FFFD (a multi-byte
-    character never holds the "\\n" byte, so the split does not change the decoding).
-    `facts` is complete once the lines have been read to the end.
+    The file is read a block of whole lines (`BLOCK_BYTES`, cut right after a "\n") at a
+    time, each block decoded and split by `str.splitlines` (which also splits at "\r",
+    "\x85", U+2028 ...), so the lines and their numbers are those of the whole-text
+    split: a cut after "\n" is a line break there too, and a multi-byte character never
+    holds the "\n" byte (bytes that are not UTF-8 read as U+FFFD either way). The
+    whole-text checks run once per block (`facts`, complete once the lines have been read
+    to the end), and so does the look for runs of 19 digits (`block_has_long_numbers`:
+    False means no line of the current block has one). Each iteration reads the file anew.
     """
+
+    #: Bytes read at a time (one block and its lines are held at once).
+    BLOCK_BYTES = 1 << 20
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.facts = SourceFacts()
+        self.block_has_long_numbers = True
+
+    def _blocks(self) -> Iterator[bytes]:
+        pending: list[bytes] = []  # read, not yet ending with a "\n"
+        with self.path.open("rb") as stream:
+            while chunk := stream.read(self.BLOCK_BYTES):
+                cut = chunk.rfind(b"\n") + 1
+                if cut == 0:
+                    pending.append(chunk)  # a line longer than a block: read on
+                    continue
+                pending.append(chunk[:cut])
+                yield b"".join(pending)
+                pending = [chunk[cut:]]
+        if any(pending):
+            yield b"".join(pending)
 
     def __iter__(self) -> Iterator[str]:
         facts = self.facts
-        with self.path.open("rb") as stream:
-            for raw in stream:
-                piece = raw.decode("utf-8", errors="replace")
-                facts.note(piece)
-                yield from piece.splitlines()
+        for block in self._blocks():
+            self.block_has_long_numbers = _NINETEEN_DIGITS in block.translate(_DIGITS_AS_ZERO)
+            text = block.decode("utf-8", errors="replace")
+            facts.note(text)
+            yield from text.splitlines()
 
 
 #: A JSON Lines source: its whole text, or the file read line by line.
