@@ -49,7 +49,7 @@ __all__ = ["YIELD_SECONDS", "session_steps", "write_in_bounded_transactions"]
 YIELD_SECONDS = 0.11
 
 
-def write_in_bounded_transactions(steps: Iterator[None], undo: Callable[[], None]) -> int:
+def write_in_bounded_transactions(steps: Iterator[None], undo: Callable[[], object]) -> int:
     """Run `steps` (each `next()` does one step's writes) to the end; returns how many
     transactions committed. See the module doc for when a transaction is committed
     early. If a step raises after an earlier transaction committed, `undo` runs in a
