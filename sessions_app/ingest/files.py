@@ -307,8 +307,7 @@ def _file_steps(
     report: ImportReport,
 ) -> Iterator[None]:
     """The writes of a parsed file as steps (`chunked.write_in_bounded_transactions`):
-    the replacement, each session (its events released once written), the sub-agent
-    links and the file's record."""
+    the replacement, each session, the sub-agent links and the file's record."""
     replacement = plan_replacement(path, result.sessions, replace)
     report.replaced = replacement.session_ids
     delete_sessions(report.replaced)
@@ -316,7 +315,6 @@ def _file_steps(
     yield
     for parsed, status in zip(result.sessions, statuses, strict=True):
         yield from session_steps(parsed, str(path), status)
-        parsed.events = []  # written: not held while the next session is
     ids = [s.id for s in result.sessions]
     link_subagents(ids)
     ImportedFile.objects.create(
@@ -333,8 +331,7 @@ def store_result(
 ) -> ImportReport:
     """Write a parsed file's sessions (the rules of `import_file`), session by session.
     Raises `ImportRefusedError` for a replacement `plan_replacement` refuses or a value the
-    database refuses (nothing of the file stays written). The events of `result`'s
-    sessions are released as they are written."""
+    database refuses (nothing of the file stays written)."""
     fmt = result.source_format
     ids = [s.id for s in result.sessions]
     report = ImportReport(
