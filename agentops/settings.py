@@ -219,6 +219,9 @@ else:
     # Set explicitly so ChannelsLiveServerTestCase's server finds it (django/channels#2176).
     _database["TEST"] = {"NAME": envstr("TEST_DATABASE_NAME", "test_agentops")}
 DATABASES = {"default": _database}
+# SQLite: the longest an import holds the one write lock at a time (milliseconds); a longer
+# import commits in chunks and lets waiting writers in between (sessions_app.ingest.chunked).
+AGENTOPS_IMPORT_LOCK_MS = envint("AGENTOPS_IMPORT_LOCK_MS", 1000)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

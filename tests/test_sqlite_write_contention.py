@@ -1,9 +1,10 @@
 """SQLite write contention: dashboard writes during a large import never answer 500.
 
 A large transcript is imported in another thread while todo edits go through the
-dashboard (full middleware stack); every edit succeeds or answers 503 with Retry-After,
-and most succeed (the import holds the write lock only for its INSERTs). A write that
-cannot get the lock in time answers 503 + Retry-After (`agentops.db_busy`).
+dashboard (full middleware stack); every edit succeeds (the import holds the write lock
+at most ``AGENTOPS_IMPORT_LOCK_MS`` at a time and lets waiting writers in between its
+chunks, `sessions_app.ingest.chunked`). A write that cannot get the lock in time answers
+503 + Retry-After (`agentops.db_busy`).
 
 The import's size is ``AGENTOPS_CONTENTION_LINES`` (default 200,000 lines; the issue's
 figure is 1,000,000: set it to run that).
@@ -76,8 +77,11 @@ def _edit(client: Client, n: int) -> Any:
 
 
 def test_todo_edits_during_a_large_import_never_answer_500(
-    admin_client: Client, tmp_path: Path
+    admin_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Writers wait at most 3 s for the lock: less than the import's writes take in all,
+    # more than the import holds the lock at a time.
+    monkeypatch.setitem(connection.settings_dict["OPTIONS"], "timeout", 3)
     make_session("s-1", todos=ITEMS)
     transcript = tmp_path / "big.jsonl"
     with transcript.open("w") as out:
@@ -97,16 +101,13 @@ def test_todo_edits_during_a_large_import_never_answer_500(
     statuses: list[int] = []
     while worker.is_alive():
         response = _edit(admin_client, len(statuses))
-        assert response.status_code in (200, 302, 503), response.status_code
-        if response.status_code == 503:
-            assert int(response["Retry-After"]) > 0
         statuses.append(response.status_code)
         time.sleep(0.05)
     worker.join()
     assert not errors, errors
     assert Event.objects.filter(session_id="big-import").count() == LINES
-    succeeded = sum(status != 503 for status in statuses)
-    assert statuses and succeeded >= len(statuses) / 2, statuses
+    # Every edit got the lock in time: none waited out the busy timeout (503) or failed.
+    assert statuses and set(statuses) <= {200, 302}, statuses
 
 
 def test_a_write_that_cannot_get_the_lock_answers_503_with_retry_after(

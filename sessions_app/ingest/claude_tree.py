@@ -29,6 +29,7 @@ from typing import Any
 
 from sessions_app.ingest.normalise import jsonl_objects, parse_iso
 from sessions_app.ingest.parsed import ImportProblem
+from sessions_app.ingest.reading import JsonLinesText
 
 #: User text that is harness output, not a person's prompt.
 META_PREFIXES = (
@@ -49,7 +50,7 @@ def _near(obj: dict[str, Any], key: str) -> str:
 
 
 def read_records(
-    name: str, text: str, problems: list[ImportProblem]
+    name: str, text: JsonLinesText, problems: list[ImportProblem]
 ) -> tuple[list[tuple[int, datetime, dict[str, Any]]], list[dict[str, Any]]]:
     """(usable user/assistant records with their line and time, every record with a type
     in file order); unusable lines go to `problems` (see the parser's docstring)."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import sessions_app.ingest.formats  # noqa: F401  (registers every format, in order)
+from sessions_app.ingest.reading import head_text, loads
 from sessions_app.ingest.registry import (
     DatabaseFormat,
     JsonDocumentFormat,
@@ -36,7 +36,7 @@ def _detect_jsonl(text: str) -> str | None:
     line_formats = [f for f in registered_formats() if isinstance(f, JsonLinesFormat)]
     for line in _first_lines(text, DETECTION_LINES):
         try:
-            record = json.loads(line)
+            record = loads(line)
         except ValueError:
             continue
         if not isinstance(record, dict):
@@ -54,7 +54,7 @@ def _detect_json(data: Any) -> str | None:
     return None
 
 
-def detect_format(path: Path, text: str) -> str | None:
+def detect_format(path: Path, text: str | None = None) -> str | None:
     """The `Session.SourceFormat` value of a file's content, or None when unknown.
 
     JSONL (any line-per-record file): the first of the first 50 records that a JSON Lines
@@ -64,13 +64,18 @@ def detect_format(path: Path, text: str) -> str | None:
     Anthropic Messages, Responses items or chat message list (a SQLite database is found
     by its header, `parse_file`). The file name is only a tie-breaker (JSON first for `.json`, JSONL
     first otherwise). May raise RecursionError for JSON nested too deeply to read.
+    `text`: the file's text; None: read from `path`, only the first lines when they decide
+    (a large JSON Lines file is not read whole to be detected). Raises OSError when the
+    file cannot be read.
     """
     if path.suffix != ".json":
-        found = _detect_jsonl(text)
+        found = _detect_jsonl(head_text(path, DETECTION_LINES) if text is None else text)
         if found:
             return found
+    if text is None:
+        text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError:
         return _detect_jsonl(text) if path.suffix == ".json" else None
     return _detect_json(data)

@@ -11,42 +11,39 @@ import dataclasses
 import gc
 import hashlib
 import math
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import DataError, IntegrityError, transaction
+from django.db import DataError, IntegrityError
 
 from sessions_app.ids import session_id_problem
+from sessions_app.ingest.chunked import session_steps, write_in_bounded_transactions
 from sessions_app.ingest.detect import detect_format
 from sessions_app.ingest.errors import ImportRefusedError, UnknownFormatError
 from sessions_app.ingest.formats.adk_database import read_postgres, shown_url
 from sessions_app.ingest.normalise import at_line, current_line, synthetic_times_from
 from sessions_app.ingest.parsed import ParsedSession, ParseResult
+from sessions_app.ingest.reading import SourceFacts, SourceLines
 from sessions_app.ingest.redaction import redact_parse_result
-from sessions_app.ingest.registry import DatabaseFormat, format_named, registered_formats
+from sessions_app.ingest.registry import (
+    DatabaseFormat,
+    JsonLinesFormat,
+    format_named,
+    registered_formats,
+)
 from sessions_app.ingest.replace import plan_replacement
 from sessions_app.ingest.subagents import link_subagents
 from sessions_app.ingest.summary import ImportReport, file_totals
-from sessions_app.ingest.writer import (
-    delete_sessions,
-    prepare_parsed_session,
-    stored_path,
-    write_prepared_session,
-)
+from sessions_app.ingest.writer import delete_sessions, stored_path, stored_status
 from sessions_app.models import ImportedFile, Session
 
 ADK_DATABASE = Session.SourceFormat.ADK_DATABASE
 
 #: The file names a directory walk imports (`.db`: ADK session databases).
 SUFFIXES = (".jsonl", ".json", ".db")
-#: Text that can hold a number no database column holds: a 3-digit exponent (1e400 reads
-#: as infinity), 300 digits in a row (1000...0.0), or the Infinity / NaN literals Python's
-#: JSON reader accepts.
-NON_FINITE_HINT = re.compile(r"[eE][+-]?\d{3}|\d{300}|Infinity|NaN")
 #: Errors a parser raises on a value it did not expect: the file is refused in one line.
 BAD_VALUE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
@@ -124,13 +121,15 @@ def parse_file(path: Path, source_format: str = "auto", text: str | None = None)
     does not fit its format, and OSError when the file cannot be read. Bytes that are not
     UTF-8 are read as U+FFFD. Sources without timestamps get times from the file's
     modification time (`normalise.synthetic_time`). `text`: the file's text when the
-    caller already read it (the live tail reads only what was appended).
+    caller already read it (the live tail reads only what was appended); else a JSON
+    Lines file is read line by line (`reading.SourceLines`: its text is never held
+    whole) and a JSON document whole.
     """
     at_line(0)
     written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
     database = _database_format(path, source_format)
-    if text is None:
-        text = "" if database else path.read_text(encoding="utf-8", errors="replace")
+    facts = SourceFacts()
+    source: str | SourceLines = "" if database else (text or "")
     try:
         fmt = database or (detect_format(path, text) if source_format == "auto" else source_format)
         if fmt is None:
@@ -138,18 +137,32 @@ def parse_file(path: Path, source_format: str = "auto", text: str | None = None)
         parser = format_named(fmt)
         if parser is None:
             raise UnknownFormatError(path, f"unknown format {fmt!r}")
+        if text is None and not database:
+            if isinstance(parser, JsonLinesFormat):
+                source = SourceLines(path)
+                facts = source.facts
+            else:
+                source = path.read_text(encoding="utf-8", errors="replace")
+        if isinstance(source, str) and not database:
+            facts.note_text(source)
         with gc_paused(), synthetic_times_from(written):
-            result = parser.parse(path, text)
+            result = (
+                parser.parse(path, source)
+                if isinstance(parser, JsonLinesFormat)
+                else parser.parse(path, str(source))
+            )
+            del source  # a document's text is not kept while the rest runs
             # The one redaction point of every importer: before anything can be stored.
-            redact_parse_result(result, text or None)
+            if facts.may_hold_secret or database:
+                redact_parse_result(result, None)
     except RecursionError:
         raise ImportRefusedError(path, "JSON nested too deeply to read") from None
     except BAD_VALUE_ERRORS as exc:
         if isinstance(exc, UnknownFormatError | ImportRefusedError):
             raise
         raise ImportRefusedError(path, bad_value_reason(exc), current_line()) from None
-    may_hold_nul = "\x00" in text or "\\u0000" in text or bool(database)
-    non_finite = bool(database) or NON_FINITE_HINT.search(text) is not None
+    may_hold_nul = facts.may_hold_nul or bool(database)
+    non_finite = bool(database) or facts.may_hold_non_finite
     check_parse_result(path, result, may_hold_nul, may_hold_non_finite=non_finite)
     result.source_format = fmt
     return result
@@ -223,7 +236,7 @@ def import_file(
     strict: bool = False,
     replace: bool = False,
 ) -> ImportReport:
-    """Import one file in ONE transaction: it lands whole or not at all.
+    """Import one file: it lands whole or not at all.
 
     Same content (sha256) already imported -> nothing happens ("already imported").
     A changed version of a file replaces its sessions in the same transaction: sessions
@@ -232,8 +245,12 @@ def import_file(
     file, the runtime, the demo) refuses the file with `ImportRefusedError`, unless
     `replace` is set (`ingest.replace`). With `strict`, any problem refuses the file and
     nothing is written. Each session is stored with its resume status
-    (`protocol_issue_count`, `cannot_resume`; `writer.write_prepared_session`). Raises
+    (`protocol_issue_count`, `cannot_resume`; `writer.stored_status`). Raises
     `UnknownFormatError` / `ImportRefusedError` / OSError as `parse_file` does.
+
+    One transaction, except on SQLite for a file whose writes hold the write lock longer
+    than ``AGENTOPS_IMPORT_LOCK_MS``: it commits in chunks, letting other writers in
+    between, and deletes what it wrote if a later chunk fails (`ingest.chunked`).
     """
     # The collector stays off for the parse and the write; the parsed objects are freed
     # (by reference counting) when `_import_file` returns, before it is back on, so the
@@ -281,12 +298,40 @@ def import_database_url(url: str, *, strict: bool = False, replace: bool = False
         return store_result(label, digest, result, strict=strict, replace=replace)
 
 
+def _file_steps(
+    path: Path | str,
+    digest: str,
+    result: ParseResult,
+    statuses: list[tuple[int, bool, int]],
+    replace: bool,
+    report: ImportReport,
+) -> Iterator[None]:
+    """The writes of a parsed file as steps (`chunked.write_in_bounded_transactions`):
+    the replacement, each session, the sub-agent links and the file's record."""
+    replacement = plan_replacement(path, result.sessions, replace)
+    report.replaced = replacement.session_ids
+    delete_sessions(report.replaced)
+    ImportedFile.objects.filter(pk__in=replacement.stale_records).delete()
+    yield
+    for parsed, status in zip(result.sessions, statuses, strict=True):
+        yield from session_steps(parsed, str(path), status)
+    ids = [s.id for s in result.sessions]
+    link_subagents(ids)
+    ImportedFile.objects.create(
+        sha256=digest,
+        path=stored_path(str(path)),
+        source_format=str(result.source_format),
+        session_ids=ids,
+    )
+    yield
+
+
 def store_result(
     path: Path | str, digest: str, result: ParseResult, *, strict: bool, replace: bool
 ) -> ImportReport:
-    """Write a parsed file's sessions in one transaction (the rules of `import_file`).
+    """Write a parsed file's sessions (the rules of `import_file`), session by session.
     Raises `ImportRefusedError` for a replacement `plan_replacement` refuses or a value the
-    database refuses (nothing is written)."""
+    database refuses (nothing of the file stays written)."""
     fmt = result.source_format
     ids = [s.id for s in result.sessions]
     report = ImportReport(
@@ -301,24 +346,11 @@ def store_result(
         report.status = "refused"
         return report
     try:
-        # Adapt every row before the transaction: on SQLite the transaction holds the one
-        # write lock (BEGIN IMMEDIATE), which other writers wait for; inside it only the
-        # INSERTs run.
-        prepared = [prepare_parsed_session(parsed, str(path)) for parsed in result.sessions]
-        with transaction.atomic():
-            replacement = plan_replacement(path, result.sessions, replace)
-            report.replaced = replacement.session_ids
-            delete_sessions(report.replaced)
-            ImportedFile.objects.filter(pk__in=replacement.stale_records).delete()
-            for session in prepared:
-                write_prepared_session(session)
-            link_subagents(ids)
-            ImportedFile.objects.create(
-                sha256=digest,
-                path=stored_path(str(path)),
-                source_format=str(fmt),
-                session_ids=ids,
-            )
+        # Each session's resume status is worked out before any lock is taken; rows are
+        # adapted a batch at a time as they are inserted (`ingest.chunked`).
+        statuses = [stored_status(parsed) for parsed in result.sessions]
+        steps = _file_steps(path, digest, result, statuses, replace, report)
+        write_in_bounded_transactions(steps, undo=lambda: delete_sessions(ids))
     except (DataError, IntegrityError) as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         raise ImportRefusedError(path, f"the database refused a value ({detail})", 0) from None

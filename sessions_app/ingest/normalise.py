@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sessions_app.ingest.parsed import ImportProblem, ParsedTodo
+from sessions_app.ingest.reading import JsonLinesText, decode, loads
 from sessions_app.ingest.redaction.core import redact_text
 
 SYNTHETIC_BASE = datetime(2000, 1, 1, tzinfo=UTC)
@@ -89,22 +90,29 @@ def parse_iso(value: Any) -> datetime | None:
 
 
 def jsonl_objects(
-    name: str, text: str, problems: list[ImportProblem]
+    name: str, text: JsonLinesText, problems: list[ImportProblem]
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(1-based line number, object) for each line of a JSON Lines text (jsonlines.org)
     that holds a JSON object. Blank lines are skipped; a line that is not valid JSON or
     holds another JSON value is reported in `problems` ("not valid JSON (<reason>)",
     "not a JSON object (got <type>)") and skipped. `name` is the file named in problems.
+    `text`: the whole text, or a file read line by line (`reading.SourceLines`, whose
+    facts learn here whether a line may hold a number out of range). Lines are decoded
+    by `reading.loads` (orjson, read as `json.loads` reads them).
     """
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines() if isinstance(text, str) else text
+    source = None if isinstance(text, str) else text
+    for number, line in enumerate(lines, start=1):
         _current_line.set(number)
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record, stdlib = decode(line, source is None or source.block_has_long_numbers)
         except json.JSONDecodeError as exc:
             problems.append(ImportProblem(name, number, f"not valid JSON ({exc.msg})"))
             continue
+        if stdlib and source is not None:
+            source.facts.may_hold_non_finite = True
         if not isinstance(record, dict):
             kind = type(record).__name__
             problems.append(ImportProblem(name, number, f"not a JSON object (got {kind})"))
@@ -125,7 +133,7 @@ def normalise_arguments(value: Any) -> dict[str, Any]:
         return value
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
+            decoded = loads(value)
         except ValueError:
             return {"_raw": value}
         if isinstance(decoded, dict):
@@ -181,7 +189,7 @@ def decode_output(output: Any) -> Any:
     text, a list of content parts) as it is."""
     if isinstance(output, str):
         try:
-            return json.loads(output)
+            return loads(output)
         except ValueError:
             return output
     return output
@@ -204,7 +212,7 @@ def json_or_none(value: Any) -> Any:
     `value` itself (a column or attribute that holds JSON as text or already decoded)."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads(value)
         except ValueError:
             return None
     return value

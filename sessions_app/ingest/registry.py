@@ -18,18 +18,21 @@ from typing import Any
 
 from sessions_app.ingest.errors import UnknownFormatError
 from sessions_app.ingest.parsed import ParseResult
+from sessions_app.ingest.reading import JsonLinesText, loads
 
 
 @dataclass(frozen=True, slots=True)
 class JsonLinesFormat:
     """A JSON Lines format: `looks_like_record(record)` is True for one decoded line (a
-    JSON object) that only this format writes; `parse_text(path, text)` parses the file."""
+    JSON object) that only this format writes; `parse_text(path, text)` parses the file,
+    given as its whole text or read line by line (`reading.SourceLines`: a large file is
+    never held whole)."""
 
     name: str
     looks_like_record: Callable[[dict[str, Any]], bool]
-    parse_text: Callable[[Path, str], ParseResult]
+    parse_text: Callable[[Path, JsonLinesText], ParseResult]
 
-    def parse(self, path: Path, text: str) -> ParseResult:
+    def parse(self, path: Path, text: JsonLinesText) -> ParseResult:
         """The file's sessions and the lines skipped (see `Format`)."""
         return self.parse_text(path, text)
 
@@ -47,7 +50,7 @@ class JsonDocumentFormat:
         """Decode `text` and parse it; `UnknownFormatError` when it is not a JSON document
         or not one in this format."""
         try:
-            data = json.loads(text)
+            data = loads(text)
         except json.JSONDecodeError as exc:
             raise UnknownFormatError(
                 path, f"not a JSON document (line {exc.lineno}: {exc.msg})"

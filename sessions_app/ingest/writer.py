@@ -306,16 +306,14 @@ def prepare_parsed_session(parsed: ParsedSession, source_path: str) -> PreparedS
     """Everything `write_parsed_session` computes before it writes: the resume status
     (`parsed_resume_status` rules) and the adapted turn and event rows. No query, so an
     importer runs it before it takes the write lock."""
-    # Recorded outcomes change the status: those sessions are refreshed once written.
-    turns, facts = parsed_facts(parsed)
-    issue_count, cannot_resume = (0, False) if parsed.tool_outcomes else resume_status(turns, facts)
+    issue_count, cannot_resume, orphans = stored_status(parsed)
     sid = parsed.id
     return PreparedSession(
         parsed=parsed,
         source_path=source_path,
         issue_count=issue_count,
         cannot_resume=cannot_resume,
-        orphan_count=orphan_count(facts),
+        orphan_count=orphans,
         turns=prepare_rows(Turn, TURN_COLUMNS, turn_rows(sid, parsed.turns)),
         events=prepare_rows(Event, EVENT_INSERT_COLUMNS, event_rows(sid, parsed.events)),
     )
@@ -342,41 +340,61 @@ def write_prepared_session(prepared: PreparedSession) -> Session:
     it: `parsed_resume_status`, or `refresh_resume_status` once recorded tool outcomes
     (an agentops export) are written.
     """
-    parsed = prepared.parsed
     with transaction.atomic():
-        session = Session.objects.create(
-            id=parsed.id,
-            app_name=parsed.app_name,
-            user_id=parsed.user_id,
-            title=parsed.title,
-            state={k: v for k, v in parsed.state.items() if k != "todos"},
-            source_format=parsed.source_format,
-            source_path=stored_source_path(parsed, prepared.source_path),
-            created_at=parsed.created_at,
-            updated_at=parsed.updated_at,
-            protocol_issue_count=prepared.issue_count,
-            cannot_resume=prepared.cannot_resume,
-            orphan_result_count=prepared.orphan_count,
-            parent_session_id=parsed.parent_session_id,
-            parent_call_id=parsed.parent_call_id,
-            model=parsed.model or model_named(e.raw for e in reversed(parsed.events)),
-        )
-        sid = session.id
+        status = (prepared.issue_count, prepared.cannot_resume, prepared.orphan_count)
+        session = insert_session_row(prepared.parsed, prepared.source_path, status)
         execute_rows(prepared.turns)
         execute_rows(prepared.events)
-        event_ids, user_ids = (
-            _exported_ids(parsed, session)
-            if parsed.todo_changes or parsed.tool_outcomes
-            else ({}, {})
-        )
-        # The todo list, its items and audit rows (todos_app), in this transaction.
-        parsed_session_written.send(
-            sender=Session, session=session, parsed=parsed, event_ids=event_ids, user_ids=user_ids
-        )
-        if parsed.tool_outcomes:
-            _write_tool_outcomes(parsed, session, event_ids, user_ids)
-            refresh_resume_status(sid)
+        finish_session(prepared.parsed, session)
     return session
+
+
+def stored_status(parsed: ParsedSession) -> tuple[int, bool, int]:
+    """(protocol issue count, cannot_resume, orphan result count) stored with `parsed`
+    (`prepare_parsed_session`'s rules). No query."""
+    # Recorded outcomes change the status: those sessions are refreshed once written.
+    turns, facts = parsed_facts(parsed)
+    issue_count, cannot_resume = (0, False) if parsed.tool_outcomes else resume_status(turns, facts)
+    return issue_count, cannot_resume, orphan_count(facts)
+
+
+def insert_session_row(
+    parsed: ParsedSession, source_path: str, status: tuple[int, bool, int]
+) -> Session:
+    """Insert the session row of `parsed` with `status` (`stored_status`); return it."""
+    issue_count, cannot_resume, orphans = status
+    return Session.objects.create(
+        id=parsed.id,
+        app_name=parsed.app_name,
+        user_id=parsed.user_id,
+        title=parsed.title,
+        state={k: v for k, v in parsed.state.items() if k != "todos"},
+        source_format=parsed.source_format,
+        source_path=stored_source_path(parsed, source_path),
+        created_at=parsed.created_at,
+        updated_at=parsed.updated_at,
+        protocol_issue_count=issue_count,
+        cannot_resume=cannot_resume,
+        orphan_result_count=orphans,
+        parent_session_id=parsed.parent_session_id,
+        parent_call_id=parsed.parent_call_id,
+        model=parsed.model or model_named(e.raw for e in reversed(parsed.events)),
+    )
+
+
+def finish_session(parsed: ParsedSession, session: Session) -> None:
+    """What follows a session's events: its todo list (the `parsed_session_written`
+    signal), an export's recorded tool outcomes and then its resume status in full."""
+    event_ids, user_ids = (
+        _exported_ids(parsed, session) if parsed.todo_changes or parsed.tool_outcomes else ({}, {})
+    )
+    # The todo list, its items and audit rows (todos_app), in this transaction.
+    parsed_session_written.send(
+        sender=Session, session=session, parsed=parsed, event_ids=event_ids, user_ids=user_ids
+    )
+    if parsed.tool_outcomes:
+        _write_tool_outcomes(parsed, session, event_ids, user_ids)
+        refresh_resume_status(session.id)
 
 
 def _exported_ids(parsed: ParsedSession, session: Session) -> tuple[dict[int, int], dict[str, int]]:

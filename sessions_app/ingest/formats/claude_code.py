@@ -59,6 +59,7 @@ from sessions_app.ingest.normalise import (
     parse_iso,
 )
 from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult, tool_result_event
+from sessions_app.ingest.reading import JsonLinesText
 from sessions_app.ingest.registry import JsonLinesFormat
 from sessions_app.models import Session
 from sessions_app.projector import COMPACTION_AUTHOR
@@ -328,7 +329,7 @@ class _Conversation:
         self.builder.add(event)
 
 
-def parse_claude_code(path: Path, text: str) -> ParseResult:
+def parse_claude_code(path: Path, text: JsonLinesText) -> ParseResult:
     """Parse one Claude Code JSONL file (see the module docstring for the rules): the main
     conversation and each sub-agent in it, one session each."""
     name = str(path)

@@ -37,6 +37,7 @@ from sessions_app.ingest.normalise import (
     synthetic_time,
 )
 from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult, tool_result_event
+from sessions_app.ingest.reading import JsonLinesText
 from sessions_app.ingest.registry import JsonLinesFormat
 from sessions_app.models import Session
 
@@ -67,7 +68,7 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53
 
 
-def parse_codex_cli(path: Path, text: str) -> ParseResult:
+def parse_codex_cli(path: Path, text: JsonLinesText) -> ParseResult:
     """Parse one Codex CLI rollout file (see the module docstring for the rules)."""
     name = str(path)
     problems: list[ImportProblem] = []

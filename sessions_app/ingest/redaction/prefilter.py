@@ -21,6 +21,7 @@ form (``\\"``) still starts with a backslash trigger; a file that escapes printa
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import ahocorasick_rs
 
@@ -168,9 +169,15 @@ TRIGGERS: tuple[str, ...] = (
     *(sep + key + "=" for key in QUERY_KEYS for sep in "?&;"),
     *_SHAPES,
 )
-_TRIGGER_MATCHER = ahocorasick_rs.BytesAhoCorasick(
-    [t.encode() for t in TRIGGERS], implementation=ahocorasick_rs.Implementation.DFA
-)
+
+
+@cache
+def _trigger_matcher() -> ahocorasick_rs.BytesAhoCorasick:
+    """The automaton of every trigger, built on first use (not when a process starts)."""
+    return ahocorasick_rs.BytesAhoCorasick(
+        [t.encode() for t in TRIGGERS], implementation=ahocorasick_rs.Implementation.DFA
+    )
+
 
 # detect-secrets' shapes without a literal anchor (plugins/discord.py, telegram_token.py,
 # twilio.py, artifactory.py, mailchimp.py), each as a superset of the library's pattern
@@ -191,7 +198,7 @@ NO_LITERAL_SHAPES = re.compile(
 def has_trigger(text: str) -> bool:
     """True when the lower-cased `text` holds one of the literal `TRIGGERS`."""
     data = text.lower().encode("utf-8", "surrogatepass")
-    return bool(_TRIGGER_MATCHER.find_matches_as_indexes(data))
+    return bool(_trigger_matcher().find_matches_as_indexes(data))
 
 
 def might_hold_secret(text: str) -> bool:
