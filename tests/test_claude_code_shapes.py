@@ -15,7 +15,7 @@ from sessions_app.ingest import import_file, parse_file
 from sessions_app.ingest.writer import parsed_facts, parsed_resume_status
 from sessions_app.models import Event, Session, Turn
 from sessions_app.store import orphan_count
-from tests.claude_lines import SID, Lines
+from tests.claude_lines import SID, Lines, project_folder
 
 pytestmark = pytest.mark.django_db
 
@@ -81,29 +81,6 @@ def test_all_answered_sessions_are_never_flagged(tmp_path: Path, lines: Lines) -
     assert parsed_resume_status(parsed) == (0, False)
     assert orphan_count(parsed_facts(parsed)[1]) == 0
     assert {t.status for t in parsed.turns} == {"completed"}
-
-
-def project_folder(root: Path) -> list[Path]:
-    """A real-shaped project folder: main session (a Task call whose result names agent
-    a1, then a compaction), subagents/agent-a1.jsonl and subagents/agent-acompact-x.jsonl."""
-    main = Lines()
-    main.prompt("explore")
-    main.use("msg_1", "task-1", name="Task")
-    main.result("task-1", "report", toolUseResult={"status": "completed", "agentId": "a1"})
-    main.say("msg_2", "explored")
-    main.compaction("This session is being continued from a previous conversation.")
-    main.say("msg_3", "continuing")
-    sub = Lines(agentId="a1", isSidechain=True)
-    sub.prompt("look around")
-    sub.say("msg_s1", "found it")
-    compact = Lines(agentId="acompact-x", isSidechain=True)
-    compact.prompt("Your task is to create a detailed summary of the conversation so far")
-    compact.say("msg_c1", "<summary>...</summary>")
-    return [
-        main.write(root / f"{SID}.jsonl"),
-        sub.write(root / SID / "subagents" / "agent-a1.jsonl"),
-        compact.write(root / SID / "subagents" / "agent-acompact-x.jsonl"),
-    ]
 
 
 @pytest.mark.parametrize("order", [(0, 1, 2), (1, 2, 0), (2, 0, 1), (1, 0, 2)])
