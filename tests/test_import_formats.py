@@ -75,6 +75,131 @@ def test_adk_state_only_events_are_shown_but_never_projected() -> None:
     assert state_row.id in [e.id for e in explain_projection(turns, events).context]
 
 
+def _adk_event(n: int, author: str, part: dict[str, object], **extra: object) -> dict[str, object]:
+    role = "model" if "function_call" in part or (author != "user" and "text" in part) else "user"
+    return {
+        "id": f"e{n}",
+        "invocation_id": "inv-1",
+        "author": author,
+        "timestamp": 1_700_000_000 + n,
+        "content": {"role": role, "parts": [part]},
+        "actions": {"state_delta": extra.pop("state_delta", {})},
+        **extra,
+    }
+
+
+def _call(call_id: str, name: str) -> dict[str, object]:
+    return {"function_call": {"id": call_id, "name": name, "args": {}}}
+
+
+def _response(call_id: str, name: str, value: dict[str, object]) -> dict[str, object]:
+    return {"function_response": {"id": call_id, "name": name, "response": value}}
+
+
+def _import_adk(tmp_path: Path, name: str, events: list[dict[str, object]]) -> Session:
+    path = tmp_path / f"{name}.session.json"
+    path.write_text(json.dumps({"id": name, "app_name": "app", "user_id": "u", "events": events}))
+    import_file(path)
+    return Session.objects.get(id=name)
+
+
+def test_adk_long_running_update_replaces_the_result_and_is_no_orphan(tmp_path: Path) -> None:
+    # ADK's long-running pattern: an interim response, then the client sends the final
+    # one with the same id; ADK sends the model only the latest, right after the call.
+    session = _import_adk(
+        tmp_path,
+        "adk-long",
+        [
+            _adk_event(1, "user", {"text": "get approval"}),
+            _adk_event(2, "agent", _call("L1", "ask_for_approval"), long_running_tool_ids=["L1"]),
+            _adk_event(3, "agent", _response("L1", "ask_for_approval", {"status": "pending"})),
+            _adk_event(4, "agent", {"text": "I asked the manager"}),
+            _adk_event(
+                5,
+                "user",
+                _response("L1", "ask_for_approval", {"status": "approved"}),
+                state_delta={"approved": True},
+            ),
+            _adk_event(6, "agent", {"text": "Approved!"}),
+        ],
+    )
+    assert (session.orphan_result_count, session.protocol_issue_count) == (0, 0)
+    rows = _events("adk-long")
+    assert [(e.role, e.text) for e in rows] == [
+        ("user", "get approval"),
+        ("assistant", ""),
+        ("tool", ""),
+        ("assistant", "I asked the manager"),
+        ("user", ""),  # the update's state delta, kept where it came
+        ("assistant", "Approved!"),
+    ]
+    assert rows[2].tool_response["result"] == {"status": "approved"}  # type: ignore[index]
+    assert isinstance(rows[2].raw, list) and [r["id"] for r in rows[2].raw] == ["e3", "e5"]
+    assert rows[2].updated_at > rows[2].created_at
+    assert rows[4].state_delta == {"approved": True}
+    assert Turn.objects.get(session_id="adk-long").status == "completed"
+
+
+def test_adk_confirmed_call_run_again_is_one_result(tmp_path: Path) -> None:
+    # A tool needing confirmation answers with an error and asks through
+    # adk_request_confirmation; once confirmed it runs again under the same call id.
+    confirm = "adk_request_confirmation"
+    session = _import_adk(
+        tmp_path,
+        "adk-confirm",
+        [
+            _adk_event(1, "user", {"text": "send 5 EUR"}),
+            _adk_event(2, "agent", _call("C0", "transfer")),
+            _adk_event(3, "agent", _response("C0", "transfer", {"error": "needs confirmation"})),
+            _adk_event(4, "agent", _call("C1", confirm), long_running_tool_ids=["C1"]),
+            _adk_event(5, "user", _response("C1", confirm, {"confirmed": True})),
+            _adk_event(6, "agent", _response("C0", "transfer", {"result": "sent"})),
+            _adk_event(7, "agent", {"text": "Sent."}),
+        ],
+    )
+    assert (session.orphan_result_count, session.protocol_issue_count) == (0, 0)
+    results = {
+        e.tool_call_id: e.tool_response["result"]
+        for e in _events("adk-confirm")
+        if e.role == "tool"
+    }  # type: ignore[index]
+    assert results == {"C0": {"result": "sent"}, "C1": {"confirmed": True}}
+
+
+def test_adk_confirmation_not_yet_answered_awaits_the_user(tmp_path: Path) -> None:
+    confirm = "adk_request_confirmation"
+    _import_adk(
+        tmp_path,
+        "adk-asking",
+        [
+            _adk_event(1, "user", {"text": "send 5 EUR"}),
+            _adk_event(2, "agent", _call("C0", "transfer")),
+            _adk_event(3, "agent", _response("C0", "transfer", {"error": "needs confirmation"})),
+            _adk_event(4, "agent", _call("C1", confirm), long_running_tool_ids=["C1"]),
+        ],
+    )
+    turn = Turn.objects.get(session_id="adk-asking")
+    assert (turn.status, turn.reason, turn.status_note) == (
+        "interrupted",
+        "consumer_stopped",
+        "awaiting the user: C1",
+    )
+
+
+def test_adk_responses_to_no_call_stay_orphans(tmp_path: Path) -> None:
+    session = _import_adk(
+        tmp_path,
+        "adk-ghost",
+        [
+            _adk_event(1, "user", {"text": "hi"}),
+            _adk_event(2, "agent", _response("ghost", "f", {"a": 1})),
+            _adk_event(3, "agent", _response("ghost", "f", {"a": 2})),
+            _adk_event(4, "agent", {"text": "done"}),
+        ],
+    )
+    assert session.orphan_result_count == 2
+
+
 @pytest.mark.parametrize("name", ["adk_v0.db", "adk_v1.db"])
 def test_adk_session_database_imports_directly(name: str, tmp_path: Path) -> None:
     db = tmp_path / name
