@@ -43,6 +43,11 @@ class Lines:
         message = {"id": msg_id, "role": "assistant", "model": "claude", "content": [block]}
         return self._add({"type": "assistant", "message": message, **extra}, None)
 
+    def todo_write(self, msg_id: str, call_id: str, todos: list[dict[str, str]]) -> str:
+        block = {"type": "tool_use", "id": call_id, "name": "TodoWrite", "input": {"todos": todos}}
+        message = {"id": msg_id, "role": "assistant", "model": "claude", "content": [block]}
+        return self._add({"type": "assistant", "message": message}, None)
+
     def say(self, msg_id: str, text: str, parent: str | None = None) -> str:
         message = {
             "id": msg_id,

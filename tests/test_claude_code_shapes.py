@@ -140,6 +140,36 @@ def test_compaction_is_a_marked_event_and_the_context_starts_at_its_summary(
     assert chunk.count(">compacted</span>") == 3 and "4 earlier events summarised" in chunk
 
 
+@pytest.mark.parametrize(
+    ("summary", "carried"),
+    [
+        ("Done so far. Open: Write the parser; Add tests.", True),
+        ("Done so far. Open: Write the parser.", False),
+    ],
+)
+def test_compaction_says_whether_the_open_todo_items_were_carried(
+    tmp_path: Path, operator_client: Client, summary: str, carried: bool
+) -> None:
+    lines = Lines()
+    lines.prompt("build it")
+    items = [
+        {"content": "Read the spec", "status": "completed", "activeForm": "Reading"},
+        {"content": "Write the parser", "status": "in_progress", "activeForm": "Writing"},
+        {"content": "Add tests", "status": "pending", "activeForm": "Adding tests"},
+    ]
+    lines.todo_write("msg_1", "todo-1", items)
+    lines.result("todo-1")
+    lines.compaction(f"This session is being continued. {summary}")
+    lines.say("msg_2", "continuing")
+    import_file(lines.write(tmp_path / "todo.jsonl"))
+    compaction = Event.objects.get(session_id=SID, author="compaction")
+    assert isinstance(compaction.raw, dict)
+    assert compaction.raw["compaction"]["todo_carried"] is carried
+    body = operator_client.get(reverse("sessions:context", args=[SID])).content.decode()
+    said = "Todo list carried: yes" if carried else "Todo list carried: <strong>no</strong>"
+    assert said in body
+
+
 def test_rewind_keeps_only_the_active_branch_and_marks_the_abandoned_one(
     tmp_path: Path, operator_client: Client
 ) -> None:
