@@ -467,3 +467,99 @@ def test_a_directory_import_goes_on_past_a_refused_file(tmp_path: Path) -> None:
     assert "a_future.json: RunState $schemaVersion '2.0' is newer" in err
     assert "b.json: imported (openai_responses)" in out
     assert Session.objects.filter(id="openai-responses:b").exists()
+
+
+def _shapes_in(fmt: str, shape: list[tuple[str, str]]) -> tuple[str, str]:
+    """(file name, text) of `shape` — ("prompt", text), ("call", id) or ("say", text) — in
+    format `fmt`."""
+    if fmt == "codex_cli":
+        records: list[dict[str, object]] = [
+            {"timestamp": "2025-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "cx"}}
+        ]
+        for n, (kind, value) in enumerate(shape, start=1):
+            at = f"2025-01-01T00:00:{n:02d}Z"
+            if kind == "call":
+                payload: dict[str, object] = {
+                    "type": "function_call",
+                    "call_id": value,
+                    "name": "shell",
+                    "arguments": "{}",
+                }
+            else:
+                role, part = (
+                    ("user", "input_text") if kind == "prompt" else ("assistant", "output_text")
+                )
+                payload = {
+                    "type": "message",
+                    "role": role,
+                    "content": [{"type": part, "text": value}],
+                }
+            records.append({"timestamp": at, "type": "response_item", "payload": payload})
+        return "rollout.jsonl", "\n".join(json.dumps(r) for r in records)
+    if fmt == "google_adk":
+        events = [
+            _adk_event(n, "user", {"text": value})
+            if kind == "prompt"
+            else _adk_event(n, "agent", _call(value, "f") if kind == "call" else {"text": value})
+            for n, (kind, value) in enumerate(shape, start=1)
+        ]
+        return "adk.session.json", json.dumps({"id": "adk", "app_name": "app", "events": events})
+    messages: list[dict[str, object]] = []
+    for kind, value in shape:
+        if kind == "prompt":
+            messages.append({"role": "user", "content": value})
+        elif kind == "say":
+            messages.append({"role": "assistant", "content": value})
+        elif fmt == "openai_chat":
+            function = {"name": "f", "arguments": "{}"}
+            call = {"id": value, "type": "function", "function": function}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif fmt == "anthropic_messages":
+            block = {"type": "tool_use", "id": value, "name": "f", "input": {}}
+            messages.append({"role": "assistant", "content": [block]})
+        else:
+            messages.append(
+                {"type": "function_call", "call_id": value, "name": "f", "arguments": "{}"}
+            )
+    if fmt == "openai_responses":
+        messages = [m if "type" in m else {"type": "message", **m} for m in messages]
+    return f"{fmt}.json", json.dumps(messages)
+
+
+TURN_SHAPES = {
+    "start": (
+        [("call", "X"), ("prompt", "first"), ("say", "hi")],
+        [("completed", "", "left with an unknown tool outcome")],
+    ),
+    "middle": (
+        [("prompt", "first"), ("call", "X"), ("prompt", "second"), ("say", "hi")],
+        [("completed", "", "left with an unknown tool outcome"), ("completed", "", "")],
+    ),
+    "end": (
+        [("prompt", "first"), ("say", "hi"), ("prompt", "second"), ("call", "X")],
+        [("completed", "", ""), ("interrupted", "abandoned", "transcript ends inside")],
+    ),
+}
+
+
+@pytest.mark.parametrize("where", sorted(TURN_SHAPES))
+@pytest.mark.parametrize(
+    "fmt",
+    ["openai_chat", "anthropic_messages", "openai_responses", "codex_cli", "google_adk"],
+)
+def test_one_turn_rule_in_every_format(tmp_path: Path, fmt: str, where: str) -> None:
+    shape, expected = TURN_SHAPES[where]
+    name, text = _shapes_in(fmt, shape)
+    path = tmp_path / name
+    path.write_text(text)
+    report = import_file(path)
+    assert report.source_format == fmt
+    turns = Turn.objects.filter(session_id=report.session_ids[0]).order_by("started_at", "id")
+    got = [(t.status, t.reason, t.status_note) for t in turns]
+    assert [(s, r) for s, r, _n in got] == [(s, r) for s, r, _n in expected]
+    for (_s, _r, note), (_a, _b, prefix) in zip(got, expected, strict=True):
+        assert note.startswith(prefix) and (prefix or not note)
+    session = Session.objects.get(pk=report.session_ids[0])
+    # The call left without a result before a later prompt blocks the session; the one
+    # the transcript ends inside does not (its turn is interrupted).
+    assert session.cannot_resume is (where != "end")
