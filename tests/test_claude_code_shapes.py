@@ -276,3 +276,6 @@ def test_exit_plan_mode_without_answer_is_awaiting_the_user(
     assert "awaiting the user" in chunk and "no result</span>" not in chunk
     protocol = operator_client.get(reverse("sessions:protocol", args=[SID])).content.decode()
     assert "awaiting the user" in protocol and "no result</span>" not in protocol
+    # The context leaves the call out (its turn is interrupted) and says why.
+    context = operator_client.get(reverse("sessions:context", args=[SID])).content.decode()
+    assert "resumable" in context and "awaiting the user: plan-1" in context
