@@ -343,6 +343,62 @@ def test_runstate_custom_and_program_calls_are_answered() -> None:
     assert shown.state_delta == {"pending_session_write": session.state["pending_session_write"]}
 
 
+def _mcp_run_state(*decisions: bool) -> dict[str, object]:
+    agent = {"name": "ops"}
+    request = {
+        "type": "mcp_approval_request",
+        "id": "mcpr_1",
+        "name": "delete_repo",
+        "arguments": "{}",
+        "server_label": "gh",
+    }
+    items: list[dict[str, object]] = [
+        {"type": "mcp_approval_request_item", "agent": agent, "raw_item": request}
+    ]
+    for approve in decisions:
+        response = {
+            "type": "mcp_approval_response",
+            "approval_request_id": "mcpr_1",
+            "approve": approve,
+        }
+        items.append({"type": "mcp_approval_response_item", "agent": agent, "raw_item": response})
+    return {
+        "$schemaVersion": "1.17",
+        "current_agent": agent,
+        "original_input": "clean up the old repo",
+        "generated_items": items,
+    }
+
+
+@pytest.mark.parametrize(
+    ("decisions", "verdict"),
+    [
+        ((), ("interrupted", "consumer_stopped", "awaiting the user: mcpr_1", 1)),
+        ((True,), ("completed", "", "", 0)),
+        ((False,), ("completed", "", "", 0)),
+    ],
+)
+def test_runstate_mcp_approval_is_awaited_until_a_decision_answers_it(
+    tmp_path: Path, decisions: tuple[bool, ...], verdict: tuple[str, str, str, int]
+) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(_mcp_run_state(*decisions)))
+    report = import_file(path)
+    turn = Turn.objects.get(session_id="openai-agents:mcp")
+    got = (turn.status, turn.reason, turn.status_note, report.stats["pending_calls"])
+    assert got == verdict
+    assert report.stats["unanswered_calls"] == 0
+    rows = _events("openai-agents:mcp")
+    # A decision is the request's result, never a system message sent to the model.
+    assert [e.role for e in rows] == ["user", "assistant", *(["tool"] if decisions else [])]
+    if decisions:
+        assert rows[2].tool_response == {
+            "tool_call_id": "mcpr_1",
+            "name": "delete_repo",
+            "result": {"approve": decisions[0]},
+        }
+
+
 def test_runstate_newer_schema_is_refused_naming_the_newest(tmp_path: Path) -> None:
     path = tmp_path / "future.json"
     path.write_text(json.dumps({"$schemaVersion": "999", "untrusted": True}))
