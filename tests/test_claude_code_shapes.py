@@ -190,6 +190,36 @@ def test_rewind_keeps_only_the_active_branch_and_marks_the_abandoned_one(
     assert "resumable" in body
 
 
+def test_compaction_after_a_rewind_summarises_only_the_active_branch(
+    tmp_path: Path, operator_client: Client
+) -> None:
+    # The shape of claude-code-log's dag_compact_after_rewind fixture.
+    lines = Lines()
+    lines.prompt("Start")
+    ready = lines.say("msg_a1", "Ready")
+    lines.prompt("First attempt")
+    lines.say("msg_b1", "First answer")
+    lines.prompt("Second attempt", parent=ready)
+    lines.say("msg_b2", "Second answer")
+    lines.prompt("Keep going")
+    lines.say("msg_b3", "Kept going")
+    lines.compaction("This session is being continued from a previous conversation.")
+    lines.prompt("After compaction")
+    lines.say("msg_p1", "Final answer")
+    import_file(lines.write(tmp_path / "dag.jsonl"))
+    archived = Event.objects.filter(archived_at__isnull=False)
+    assert sorted(archived.values_list("text", flat=True)) == ["First answer", "First attempt"]
+    compaction = Event.objects.get(author="compaction")
+    assert isinstance(compaction.raw, dict)
+    assert compaction.raw["compaction"]["summarised_events"] == 6
+    assert compaction.raw["compaction"]["summarised_up_to"] == "msg_b3"
+    session = Session.objects.get()
+    assert (session.protocol_issue_count, session.cannot_resume) == (0, False)
+    body = operator_client.get(reverse("sessions:context", args=[SID])).content.decode()
+    assert body.count("badge kind-compacted") == 6 and body.count("badge kind-abandoned") == 2
+    assert body.count("badge kind-kept") == 3  # the summary, the prompt after it, its answer
+
+
 def test_orphan_results_are_flagged_counted_and_marked(
     tmp_path: Path, operator_client: Client
 ) -> None:
