@@ -97,6 +97,35 @@ def test_project_folder_lands_every_session_once_with_links_in_any_order(
     assert Turn.objects.filter(session_id=SID).count() == 1
 
 
+def test_inline_sidechain_of_claude_2_0_is_a_sub_agent_and_leaves_the_task_answered(
+    tmp_path: Path,
+) -> None:
+    # The shape of claude-code-log's sidechain_integrated fixture (CLI 2.0.46): the
+    # parent's Task result line carries the sub-agent's agentId too, and only some of the
+    # sub-agent's own (isSidechain) lines name it.
+    lines = Lines(isSidechain=False)
+    lines.prompt("research the border colours")
+    lines.use("msg_1", "task-1", name="Task")
+    done = lines.result("task-1", "report", agentId="e1c84ba5", toolUseResult={})
+    lines.prompt("Research how data-border-color is used", parent="", isSidechain=True)
+    lines.use("msg_s1", "grep-1", name="Grep", isSidechain=True)
+    lines.result("grep-1", "3 files", isSidechain=True, agentId="e1c84ba5")
+    lines.say("msg_2", "Excellent research!", parent=done)
+    report = import_file(lines.write(tmp_path / f"{SID}.jsonl"))
+    sub = f"{SID}.agent-e1c84ba5"
+    assert sorted(report.session_ids) == [SID, sub]
+    main, agent = Session.objects.get(pk=SID), Session.objects.get(pk=sub)
+    assert (main.protocol_issue_count, main.cannot_resume, main.orphan_result_count) == (
+        0,
+        False,
+        0,
+    )
+    assert (agent.protocol_issue_count, agent.orphan_result_count) == (0, 0)
+    assert (agent.parent_session_id, agent.parent_call_id) == (SID, "task-1")
+    assert Event.objects.filter(session_id=SID).count() == 4
+    assert Event.objects.filter(session_id=sub).count() == 3
+
+
 def test_directory_walk_imports_the_session_file_before_its_folder(tmp_path: Path) -> None:
     from sessions_app.ingest import transcript_files
 

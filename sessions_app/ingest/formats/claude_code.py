@@ -50,6 +50,7 @@ from sessions_app.ingest.claude_tree import (
     is_prompt,
     partition_key,
     read_records,
+    sidechain_agents,
     subagent_session_id,
 )
 from sessions_app.ingest.normalise import (
@@ -350,8 +351,9 @@ def parse_claude_code(path: Path, text: str) -> ParseResult:
         r for r in everything if r.get("type") == "summary" and isinstance(r.get("summary"), str)
     ]
     parts: dict[str, list[tuple[int, datetime, dict[str, Any]]]] = {}
+    inherited = sidechain_agents(tree)
     for item in records:
-        parts.setdefault(partition_key(item[2]), []).append(item)
+        parts.setdefault(partition_key(item[2], inherited), []).append(item)
     sessions = []
     for key, items in parts.items():
         session_id = subagent_session_id(main_id, key)
