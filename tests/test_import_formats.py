@@ -9,11 +9,13 @@ import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.urls import reverse
 
 from agentops.runtime.projection import explain_projection
 from sessions_app.ingest import ImportRefusedError, UnknownFormatError, detect_format, import_file
@@ -619,3 +621,60 @@ def test_one_turn_rule_in_every_format(tmp_path: Path, fmt: str, where: str) -> 
     # The call left without a result before a later prompt blocks the session; the one
     # the transcript ends inside does not (its turn is interrupted).
     assert session.cannot_resume is (where != "end")
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"message": "Summary: the parser is written; tests remain."},
+        {
+            "message": "",
+            "replacement_history": [
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Summary: the parser is written"}],
+                }
+            ],
+        },
+    ],
+)
+def test_codex_compaction_is_a_marked_event_and_the_context_starts_at_it(
+    tmp_path: Path, operator_client: Any, payload: dict[str, object]
+) -> None:
+    shape = [("prompt", "write the parser"), ("call", "c1"), ("say", "written")]
+    _name, text = _shapes_in("codex_cli", shape)
+    records = [json.loads(line) for line in text.splitlines()]
+    records.insert(
+        3,
+        {
+            "timestamp": "2025-01-01T00:00:02.500Z",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        },
+    )
+    records.append({"timestamp": "2025-01-01T00:00:05Z", "type": "compacted", "payload": payload})
+    records.append(
+        {
+            "timestamp": "2025-01-01T00:00:06Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "going on"}],
+            },
+        }
+    )
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records))
+    report = import_file(path)
+    assert report.stats["turns"] == 1  # the summary is never a prompt
+    compaction = Event.objects.get(session_id="cx", author="compaction")
+    assert compaction.role == "user" and compaction.text.startswith(
+        "Summary: the parser is written"
+    )
+    assert isinstance(compaction.raw, dict)
+    assert compaction.raw["compaction"]["summarised_events"] == 4
+    body = operator_client.get(reverse("sessions:context", args=["cx"])).content.decode()
+    assert body.count("badge kind-compacted") == 4
+    assert body.count("badge kind-kept") == 2  # the summary and what came after it
