@@ -117,8 +117,7 @@ def _update_response(
     (`contents._rearrange_events_for_async_function_responses_in_history`), so it is
     neither a second result nor an orphan. `raw` keeps every record, `updated_at` the
     update's time."""
-    assert event.tool_response is not None
-    event.tool_response = {**event.tool_response, "result": response.get("response")}
+    event.tool_response = {**(event.tool_response or {}), "result": response.get("response")}
     records = event.raw if isinstance(event.raw, list) else [event.raw]
     event.raw = [*records, raw_event]
     event.updated_at = max(at, event.updated_at or event.created_at)
