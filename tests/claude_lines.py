@@ -43,6 +43,11 @@ class Lines:
         message = {"id": msg_id, "role": "assistant", "model": "claude", "content": [block]}
         return self._add({"type": "assistant", "message": message, **extra}, None)
 
+    def todo_write(self, msg_id: str, call_id: str, todos: list[dict[str, str]]) -> str:
+        block = {"type": "tool_use", "id": call_id, "name": "TodoWrite", "input": {"todos": todos}}
+        message = {"id": msg_id, "role": "assistant", "model": "claude", "content": [block]}
+        return self._add({"type": "assistant", "message": message}, None)
+
     def say(self, msg_id: str, text: str, parent: str | None = None) -> str:
         message = {
             "id": msg_id,
@@ -83,3 +88,26 @@ class Lines:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.text())
         return path
+
+
+def project_folder(root: Path) -> list[Path]:
+    """A real-shaped project folder: main session (a Task call whose result names agent
+    a1, then a compaction), subagents/agent-a1.jsonl and subagents/agent-acompact-x.jsonl."""
+    main = Lines()
+    main.prompt("explore")
+    main.use("msg_1", "task-1", name="Task")
+    main.result("task-1", "report", toolUseResult={"status": "completed", "agentId": "a1"})
+    main.say("msg_2", "explored")
+    main.compaction("This session is being continued from a previous conversation.")
+    main.say("msg_3", "continuing")
+    sub = Lines(agentId="a1", isSidechain=True)
+    sub.prompt("look around")
+    sub.say("msg_s1", "found it")
+    compact = Lines(agentId="acompact-x", isSidechain=True)
+    compact.prompt("Your task is to create a detailed summary of the conversation so far")
+    compact.say("msg_c1", "<summary>...</summary>")
+    return [
+        main.write(root / f"{SID}.jsonl"),
+        sub.write(root / SID / "subagents" / "agent-a1.jsonl"),
+        compact.write(root / SID / "subagents" / "agent-acompact-x.jsonl"),
+    ]

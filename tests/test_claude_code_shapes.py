@@ -15,7 +15,7 @@ from sessions_app.ingest import import_file, parse_file
 from sessions_app.ingest.writer import parsed_facts, parsed_resume_status
 from sessions_app.models import Event, Session, Turn
 from sessions_app.store import orphan_count
-from tests.claude_lines import SID, Lines
+from tests.claude_lines import SID, Lines, project_folder
 
 pytestmark = pytest.mark.django_db
 
@@ -83,29 +83,6 @@ def test_all_answered_sessions_are_never_flagged(tmp_path: Path, lines: Lines) -
     assert {t.status for t in parsed.turns} == {"completed"}
 
 
-def project_folder(root: Path) -> list[Path]:
-    """A real-shaped project folder: main session (a Task call whose result names agent
-    a1, then a compaction), subagents/agent-a1.jsonl and subagents/agent-acompact-x.jsonl."""
-    main = Lines()
-    main.prompt("explore")
-    main.use("msg_1", "task-1", name="Task")
-    main.result("task-1", "report", toolUseResult={"status": "completed", "agentId": "a1"})
-    main.say("msg_2", "explored")
-    main.compaction("This session is being continued from a previous conversation.")
-    main.say("msg_3", "continuing")
-    sub = Lines(agentId="a1", isSidechain=True)
-    sub.prompt("look around")
-    sub.say("msg_s1", "found it")
-    compact = Lines(agentId="acompact-x", isSidechain=True)
-    compact.prompt("Your task is to create a detailed summary of the conversation so far")
-    compact.say("msg_c1", "<summary>...</summary>")
-    return [
-        main.write(root / f"{SID}.jsonl"),
-        sub.write(root / SID / "subagents" / "agent-a1.jsonl"),
-        compact.write(root / SID / "subagents" / "agent-acompact-x.jsonl"),
-    ]
-
-
 @pytest.mark.parametrize("order", [(0, 1, 2), (1, 2, 0), (2, 0, 1), (1, 0, 2)])
 def test_project_folder_lands_every_session_once_with_links_in_any_order(
     tmp_path: Path, order: tuple[int, int, int]
@@ -118,6 +95,35 @@ def test_project_folder_lands_every_session_once_with_links_in_any_order(
     calls = dict(Session.objects.values_list("id", "parent_call_id"))
     assert calls[f"{SID}.agent-a1"] == "task-1" and calls[f"{SID}.agent-acompact-x"] == ""
     assert Turn.objects.filter(session_id=SID).count() == 1
+
+
+def test_inline_sidechain_of_claude_2_0_is_a_sub_agent_and_leaves_the_task_answered(
+    tmp_path: Path,
+) -> None:
+    # The shape of claude-code-log's sidechain_integrated fixture (CLI 2.0.46): the
+    # parent's Task result line carries the sub-agent's agentId too, and only some of the
+    # sub-agent's own (isSidechain) lines name it.
+    lines = Lines(isSidechain=False)
+    lines.prompt("research the border colours")
+    lines.use("msg_1", "task-1", name="Task")
+    done = lines.result("task-1", "report", agentId="e1c84ba5", toolUseResult={})
+    lines.prompt("Research how data-border-color is used", parent="", isSidechain=True)
+    lines.use("msg_s1", "grep-1", name="Grep", isSidechain=True)
+    lines.result("grep-1", "3 files", isSidechain=True, agentId="e1c84ba5")
+    lines.say("msg_2", "Excellent research!", parent=done)
+    report = import_file(lines.write(tmp_path / f"{SID}.jsonl"))
+    sub = f"{SID}.agent-e1c84ba5"
+    assert sorted(report.session_ids) == [SID, sub]
+    main, agent = Session.objects.get(pk=SID), Session.objects.get(pk=sub)
+    assert (main.protocol_issue_count, main.cannot_resume, main.orphan_result_count) == (
+        0,
+        False,
+        0,
+    )
+    assert (agent.protocol_issue_count, agent.orphan_result_count) == (0, 0)
+    assert (agent.parent_session_id, agent.parent_call_id) == (SID, "task-1")
+    assert Event.objects.filter(session_id=SID).count() == 4
+    assert Event.objects.filter(session_id=sub).count() == 3
 
 
 def test_directory_walk_imports_the_session_file_before_its_folder(tmp_path: Path) -> None:
@@ -163,6 +169,36 @@ def test_compaction_is_a_marked_event_and_the_context_starts_at_its_summary(
     assert chunk.count(">compacted</span>") == 3 and "4 earlier events summarised" in chunk
 
 
+@pytest.mark.parametrize(
+    ("summary", "carried"),
+    [
+        ("Done so far. Open: Write the parser; Add tests.", True),
+        ("Done so far. Open: Write the parser.", False),
+    ],
+)
+def test_compaction_says_whether_the_open_todo_items_were_carried(
+    tmp_path: Path, operator_client: Client, summary: str, carried: bool
+) -> None:
+    lines = Lines()
+    lines.prompt("build it")
+    items = [
+        {"content": "Read the spec", "status": "completed", "activeForm": "Reading"},
+        {"content": "Write the parser", "status": "in_progress", "activeForm": "Writing"},
+        {"content": "Add tests", "status": "pending", "activeForm": "Adding tests"},
+    ]
+    lines.todo_write("msg_1", "todo-1", items)
+    lines.result("todo-1")
+    lines.compaction(f"This session is being continued. {summary}")
+    lines.say("msg_2", "continuing")
+    import_file(lines.write(tmp_path / "todo.jsonl"))
+    compaction = Event.objects.get(session_id=SID, author="compaction")
+    assert isinstance(compaction.raw, dict)
+    assert compaction.raw["compaction"]["todo_carried"] is carried
+    body = operator_client.get(reverse("sessions:context", args=[SID])).content.decode()
+    said = "Todo list carried: yes" if carried else "Todo list carried: <strong>no</strong>"
+    assert said in body
+
+
 def test_rewind_keeps_only_the_active_branch_and_marks_the_abandoned_one(
     tmp_path: Path, operator_client: Client
 ) -> None:
@@ -181,6 +217,36 @@ def test_rewind_keeps_only_the_active_branch_and_marks_the_abandoned_one(
     body = operator_client.get(reverse("sessions:context", args=[SID])).content.decode()
     assert body.count("badge kind-abandoned") == 2 and body.count("badge kind-kept") == 4
     assert "resumable" in body
+
+
+def test_compaction_after_a_rewind_summarises_only_the_active_branch(
+    tmp_path: Path, operator_client: Client
+) -> None:
+    # The shape of claude-code-log's dag_compact_after_rewind fixture.
+    lines = Lines()
+    lines.prompt("Start")
+    ready = lines.say("msg_a1", "Ready")
+    lines.prompt("First attempt")
+    lines.say("msg_b1", "First answer")
+    lines.prompt("Second attempt", parent=ready)
+    lines.say("msg_b2", "Second answer")
+    lines.prompt("Keep going")
+    lines.say("msg_b3", "Kept going")
+    lines.compaction("This session is being continued from a previous conversation.")
+    lines.prompt("After compaction")
+    lines.say("msg_p1", "Final answer")
+    import_file(lines.write(tmp_path / "dag.jsonl"))
+    archived = Event.objects.filter(archived_at__isnull=False)
+    assert sorted(archived.values_list("text", flat=True)) == ["First answer", "First attempt"]
+    compaction = Event.objects.get(author="compaction")
+    assert isinstance(compaction.raw, dict)
+    assert compaction.raw["compaction"]["summarised_events"] == 6
+    assert compaction.raw["compaction"]["summarised_up_to"] == "msg_b3"
+    session = Session.objects.get()
+    assert (session.protocol_issue_count, session.cannot_resume) == (0, False)
+    body = operator_client.get(reverse("sessions:context", args=[SID])).content.decode()
+    assert body.count("badge kind-compacted") == 6 and body.count("badge kind-abandoned") == 2
+    assert body.count("badge kind-kept") == 3  # the summary, the prompt after it, its answer
 
 
 def test_orphan_results_are_flagged_counted_and_marked(
@@ -269,3 +335,6 @@ def test_exit_plan_mode_without_answer_is_awaiting_the_user(
     assert "awaiting the user" in chunk and "no result</span>" not in chunk
     protocol = operator_client.get(reverse("sessions:protocol", args=[SID])).content.decode()
     assert "awaiting the user" in protocol and "no result</span>" not in protocol
+    # The context leaves the call out (its turn is interrupted) and says why.
+    context = operator_client.get(reverse("sessions:context", args=[SID])).content.decode()
+    assert "resumable" in context and "awaiting the user: plan-1" in context

@@ -18,6 +18,7 @@ from sessions_app.export import build_export
 from sessions_app.ingest import import_file
 from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.store import refresh_resume_status
+from tests.claude_lines import SID, Lines, project_folder
 from tests.conftest import CORPUS
 from todos_app.models import TodoChange, TodoList
 
@@ -121,6 +122,57 @@ def test_every_corpus_session_survives_export_delete_reimport(
         assert snapshot(session_id) == before
         restored = Session.objects.get(pk=session_id)
         assert restored.source_path == document["session"]["source_path"]
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 3), (3, 2, 1, 0)])
+def test_sub_agent_links_and_orphan_counts_survive_export_delete_reimport(
+    tmp_path: Path, order: tuple[int, ...]
+) -> None:
+    for path in project_folder(tmp_path / "project"):
+        import_file(path)
+    orphan = Lines(session_id="s-orphan")
+    orphan.prompt("go")
+    orphan.use("msg_1", "A")
+    orphan.result("A")
+    orphan.result("ghost")  # answers no call
+    import_file(orphan.write(tmp_path / "orphan.jsonl"))
+    ids = [SID, f"{SID}.agent-a1", f"{SID}.agent-acompact-x", "s-orphan"]
+    heads = {sid: build_export(Session.objects.get(pk=sid))["session"] for sid in ids}
+    assert [(heads[sid]["parent_session_id"], heads[sid]["parent_call_id"]) for sid in ids] == [
+        ("", ""),
+        (SID, "task-1"),
+        (SID, ""),
+        ("", ""),
+    ]
+    assert [heads[sid]["orphan_result_count"] for sid in ids] == [0, 0, 0, 1]
+    before = {sid: snapshot(sid) for sid in ids}
+    exports = []
+    for n, sid in enumerate(ids):
+        document = build_export(Session.objects.get(pk=sid))
+        validate(document)
+        exports.append(tmp_path / f"export-{n}.json")
+        exports[-1].write_text(json.dumps(document))
+    Session.objects.all().delete()
+    for n in order:
+        assert import_file(exports[n]).status == "imported"
+    assert {sid: snapshot(sid) for sid in ids} == before
+
+
+def test_an_export_without_sub_agent_links_imports_as_no_sub_agent(tmp_path: Path) -> None:
+    # Exports written before the links and the orphan count were part of the format.
+    for path in project_folder(tmp_path / "project"):
+        import_file(path)
+    sid = f"{SID}.agent-a1"
+    document = build_export(Session.objects.get(pk=sid))
+    for key in ("parent_session_id", "parent_call_id", "orphan_result_count"):
+        del document["session"][key]
+    validate(document)
+    target = tmp_path / "old.json"
+    target.write_text(json.dumps(document))
+    Session.objects.filter(pk=sid).delete()
+    assert import_file(target).status == "imported"
+    restored = Session.objects.get(pk=sid)
+    assert (restored.parent_session_id, restored.parent_call_id) == ("", "")
 
 
 def test_export_keeps_soft_deleted_and_archived_events(corpus: Path, admin_user: Any) -> None:

@@ -7,6 +7,7 @@ are 1-based.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -268,6 +269,11 @@ def test_agents_sdk_pending_approval_is_pending_not_broken(corpus: Path) -> None
     assert turn.status_note == "awaiting the user: historical-approval-1"
     call = Event.objects.get(session_id=sid, role="assistant")
     assert call.pending_call_ids == ["historical-approval-1"]
+    # The title is the run's first real input: this fixture's `original_input` really is
+    # the words "historical input" (the SDK's test data), not a placeholder of ours.
+    original = json.loads(path.read_text())["original_input"]
+    assert Session.objects.get(pk=sid).title == original
+    assert Event.objects.get(session_id=sid, role="user").text == original
     assert call.tool_calls[0]["arguments"] == {"account_id": "account-1"}
 
 

@@ -9,11 +9,13 @@ import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.urls import reverse
 
 from agentops.runtime.projection import explain_projection
 from sessions_app.ingest import ImportRefusedError, UnknownFormatError, detect_format, import_file
@@ -73,6 +75,131 @@ def test_adk_state_only_events_are_shown_but_never_projected() -> None:
     assert len(product.explanation.context) == 4
     # The runtime's default projection replays a completed turn exactly as stored.
     assert state_row.id in [e.id for e in explain_projection(turns, events).context]
+
+
+def _adk_event(n: int, author: str, part: dict[str, object], **extra: object) -> dict[str, object]:
+    role = "model" if "function_call" in part or (author != "user" and "text" in part) else "user"
+    return {
+        "id": f"e{n}",
+        "invocation_id": "inv-1",
+        "author": author,
+        "timestamp": 1_700_000_000 + n,
+        "content": {"role": role, "parts": [part]},
+        "actions": {"state_delta": extra.pop("state_delta", {})},
+        **extra,
+    }
+
+
+def _call(call_id: str, name: str) -> dict[str, object]:
+    return {"function_call": {"id": call_id, "name": name, "args": {}}}
+
+
+def _response(call_id: str, name: str, value: dict[str, object]) -> dict[str, object]:
+    return {"function_response": {"id": call_id, "name": name, "response": value}}
+
+
+def _import_adk(tmp_path: Path, name: str, events: list[dict[str, object]]) -> Session:
+    path = tmp_path / f"{name}.session.json"
+    path.write_text(json.dumps({"id": name, "app_name": "app", "user_id": "u", "events": events}))
+    import_file(path)
+    return Session.objects.get(id=name)
+
+
+def test_adk_long_running_update_replaces_the_result_and_is_no_orphan(tmp_path: Path) -> None:
+    # ADK's long-running pattern: an interim response, then the client sends the final
+    # one with the same id; ADK sends the model only the latest, right after the call.
+    session = _import_adk(
+        tmp_path,
+        "adk-long",
+        [
+            _adk_event(1, "user", {"text": "get approval"}),
+            _adk_event(2, "agent", _call("L1", "ask_for_approval"), long_running_tool_ids=["L1"]),
+            _adk_event(3, "agent", _response("L1", "ask_for_approval", {"status": "pending"})),
+            _adk_event(4, "agent", {"text": "I asked the manager"}),
+            _adk_event(
+                5,
+                "user",
+                _response("L1", "ask_for_approval", {"status": "approved"}),
+                state_delta={"approved": True},
+            ),
+            _adk_event(6, "agent", {"text": "Approved!"}),
+        ],
+    )
+    assert (session.orphan_result_count, session.protocol_issue_count) == (0, 0)
+    rows = _events("adk-long")
+    assert [(e.role, e.text) for e in rows] == [
+        ("user", "get approval"),
+        ("assistant", ""),
+        ("tool", ""),
+        ("assistant", "I asked the manager"),
+        ("user", ""),  # the update's state delta, kept where it came
+        ("assistant", "Approved!"),
+    ]
+    assert rows[2].tool_response["result"] == {"status": "approved"}  # type: ignore[index]
+    assert isinstance(rows[2].raw, list) and [r["id"] for r in rows[2].raw] == ["e3", "e5"]
+    assert rows[2].updated_at > rows[2].created_at
+    assert rows[4].state_delta == {"approved": True}
+    assert Turn.objects.get(session_id="adk-long").status == "completed"
+
+
+def test_adk_confirmed_call_run_again_is_one_result(tmp_path: Path) -> None:
+    # A tool needing confirmation answers with an error and asks through
+    # adk_request_confirmation; once confirmed it runs again under the same call id.
+    confirm = "adk_request_confirmation"
+    session = _import_adk(
+        tmp_path,
+        "adk-confirm",
+        [
+            _adk_event(1, "user", {"text": "send 5 EUR"}),
+            _adk_event(2, "agent", _call("C0", "transfer")),
+            _adk_event(3, "agent", _response("C0", "transfer", {"error": "needs confirmation"})),
+            _adk_event(4, "agent", _call("C1", confirm), long_running_tool_ids=["C1"]),
+            _adk_event(5, "user", _response("C1", confirm, {"confirmed": True})),
+            _adk_event(6, "agent", _response("C0", "transfer", {"result": "sent"})),
+            _adk_event(7, "agent", {"text": "Sent."}),
+        ],
+    )
+    assert (session.orphan_result_count, session.protocol_issue_count) == (0, 0)
+    results = {
+        e.tool_call_id: (e.tool_response or {}).get("result")
+        for e in _events("adk-confirm")
+        if e.role == "tool"
+    }
+    assert results == {"C0": {"result": "sent"}, "C1": {"confirmed": True}}
+
+
+def test_adk_confirmation_not_yet_answered_awaits_the_user(tmp_path: Path) -> None:
+    confirm = "adk_request_confirmation"
+    _import_adk(
+        tmp_path,
+        "adk-asking",
+        [
+            _adk_event(1, "user", {"text": "send 5 EUR"}),
+            _adk_event(2, "agent", _call("C0", "transfer")),
+            _adk_event(3, "agent", _response("C0", "transfer", {"error": "needs confirmation"})),
+            _adk_event(4, "agent", _call("C1", confirm), long_running_tool_ids=["C1"]),
+        ],
+    )
+    turn = Turn.objects.get(session_id="adk-asking")
+    assert (turn.status, turn.reason, turn.status_note) == (
+        "interrupted",
+        "consumer_stopped",
+        "awaiting the user: C1",
+    )
+
+
+def test_adk_responses_to_no_call_stay_orphans(tmp_path: Path) -> None:
+    session = _import_adk(
+        tmp_path,
+        "adk-ghost",
+        [
+            _adk_event(1, "user", {"text": "hi"}),
+            _adk_event(2, "agent", _response("ghost", "f", {"a": 1})),
+            _adk_event(3, "agent", _response("ghost", "f", {"a": 2})),
+            _adk_event(4, "agent", {"text": "done"}),
+        ],
+    )
+    assert session.orphan_result_count == 2
 
 
 @pytest.mark.parametrize("name", ["adk_v0.db", "adk_v1.db"])
@@ -218,6 +345,62 @@ def test_runstate_custom_and_program_calls_are_answered() -> None:
     assert shown.state_delta == {"pending_session_write": session.state["pending_session_write"]}
 
 
+def _mcp_run_state(*decisions: bool) -> dict[str, object]:
+    agent = {"name": "ops"}
+    request = {
+        "type": "mcp_approval_request",
+        "id": "mcpr_1",
+        "name": "delete_repo",
+        "arguments": "{}",
+        "server_label": "gh",
+    }
+    items: list[dict[str, object]] = [
+        {"type": "mcp_approval_request_item", "agent": agent, "raw_item": request}
+    ]
+    for approve in decisions:
+        response = {
+            "type": "mcp_approval_response",
+            "approval_request_id": "mcpr_1",
+            "approve": approve,
+        }
+        items.append({"type": "mcp_approval_response_item", "agent": agent, "raw_item": response})
+    return {
+        "$schemaVersion": "1.17",
+        "current_agent": agent,
+        "original_input": "clean up the old repo",
+        "generated_items": items,
+    }
+
+
+@pytest.mark.parametrize(
+    ("decisions", "verdict"),
+    [
+        ((), ("interrupted", "consumer_stopped", "awaiting the user: mcpr_1", 1)),
+        ((True,), ("completed", "", "", 0)),
+        ((False,), ("completed", "", "", 0)),
+    ],
+)
+def test_runstate_mcp_approval_is_awaited_until_a_decision_answers_it(
+    tmp_path: Path, decisions: tuple[bool, ...], verdict: tuple[str, str, str, int]
+) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(_mcp_run_state(*decisions)))
+    report = import_file(path)
+    turn = Turn.objects.get(session_id="openai-agents:mcp")
+    got = (turn.status, turn.reason, turn.status_note, report.stats["pending_calls"])
+    assert got == verdict
+    assert report.stats["unanswered_calls"] == 0
+    rows = _events("openai-agents:mcp")
+    # A decision is the request's result, never a system message sent to the model.
+    assert [e.role for e in rows] == ["user", "assistant", *(["tool"] if decisions else [])]
+    if decisions:
+        assert rows[2].tool_response == {
+            "tool_call_id": "mcpr_1",
+            "name": "delete_repo",
+            "result": {"approve": decisions[0]},
+        }
+
+
 def test_runstate_newer_schema_is_refused_naming_the_newest(tmp_path: Path) -> None:
     path = tmp_path / "future.json"
     path.write_text(json.dumps({"$schemaVersion": "999", "untrusted": True}))
@@ -342,3 +525,156 @@ def test_a_directory_import_goes_on_past_a_refused_file(tmp_path: Path) -> None:
     assert "a_future.json: RunState $schemaVersion '2.0' is newer" in err
     assert "b.json: imported (openai_responses)" in out
     assert Session.objects.filter(id="openai-responses:b").exists()
+
+
+def _shapes_in(fmt: str, shape: list[tuple[str, str]]) -> tuple[str, str]:
+    """(file name, text) of `shape` — ("prompt", text), ("call", id) or ("say", text) — in
+    format `fmt`."""
+    if fmt == "codex_cli":
+        records: list[dict[str, object]] = [
+            {"timestamp": "2025-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "cx"}}
+        ]
+        for n, (kind, value) in enumerate(shape, start=1):
+            at = f"2025-01-01T00:00:{n:02d}Z"
+            if kind == "call":
+                payload: dict[str, object] = {
+                    "type": "function_call",
+                    "call_id": value,
+                    "name": "shell",
+                    "arguments": "{}",
+                }
+            else:
+                role, part = (
+                    ("user", "input_text") if kind == "prompt" else ("assistant", "output_text")
+                )
+                payload = {
+                    "type": "message",
+                    "role": role,
+                    "content": [{"type": part, "text": value}],
+                }
+            records.append({"timestamp": at, "type": "response_item", "payload": payload})
+        return "rollout.jsonl", "\n".join(json.dumps(r) for r in records)
+    if fmt == "google_adk":
+        events = [
+            _adk_event(n, "user", {"text": value})
+            if kind == "prompt"
+            else _adk_event(n, "agent", _call(value, "f") if kind == "call" else {"text": value})
+            for n, (kind, value) in enumerate(shape, start=1)
+        ]
+        return "adk.session.json", json.dumps({"id": "adk", "app_name": "app", "events": events})
+    messages: list[dict[str, object]] = []
+    for kind, value in shape:
+        if kind == "prompt":
+            messages.append({"role": "user", "content": value})
+        elif kind == "say":
+            messages.append({"role": "assistant", "content": value})
+        elif fmt == "openai_chat":
+            function = {"name": "f", "arguments": "{}"}
+            call = {"id": value, "type": "function", "function": function}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif fmt == "anthropic_messages":
+            block = {"type": "tool_use", "id": value, "name": "f", "input": {}}
+            messages.append({"role": "assistant", "content": [block]})
+        else:
+            messages.append(
+                {"type": "function_call", "call_id": value, "name": "f", "arguments": "{}"}
+            )
+    if fmt == "openai_responses":
+        messages = [m if "type" in m else {"type": "message", **m} for m in messages]
+    return f"{fmt}.json", json.dumps(messages)
+
+
+TURN_SHAPES = {
+    "start": (
+        [("call", "X"), ("prompt", "first"), ("say", "hi")],
+        [("completed", "", "left with an unknown tool outcome")],
+    ),
+    "middle": (
+        [("prompt", "first"), ("call", "X"), ("prompt", "second"), ("say", "hi")],
+        [("completed", "", "left with an unknown tool outcome"), ("completed", "", "")],
+    ),
+    "end": (
+        [("prompt", "first"), ("say", "hi"), ("prompt", "second"), ("call", "X")],
+        [("completed", "", ""), ("interrupted", "abandoned", "transcript ends inside")],
+    ),
+}
+
+
+@pytest.mark.parametrize("where", sorted(TURN_SHAPES))
+@pytest.mark.parametrize(
+    "fmt",
+    ["openai_chat", "anthropic_messages", "openai_responses", "codex_cli", "google_adk"],
+)
+def test_one_turn_rule_in_every_format(tmp_path: Path, fmt: str, where: str) -> None:
+    shape, expected = TURN_SHAPES[where]
+    name, text = _shapes_in(fmt, shape)
+    path = tmp_path / name
+    path.write_text(text)
+    report = import_file(path)
+    assert report.source_format == fmt
+    turns = Turn.objects.filter(session_id=report.session_ids[0]).order_by("started_at", "id")
+    got = [(t.status, t.reason, t.status_note) for t in turns]
+    assert [(s, r) for s, r, _n in got] == [(s, r) for s, r, _n in expected]
+    for (_s, _r, note), (_a, _b, prefix) in zip(got, expected, strict=True):
+        assert note.startswith(prefix) and (prefix or not note)
+    session = Session.objects.get(pk=report.session_ids[0])
+    # The call left without a result before a later prompt blocks the session; the one
+    # the transcript ends inside does not (its turn is interrupted).
+    assert session.cannot_resume is (where != "end")
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"message": "Summary: the parser is written; tests remain."},
+        {
+            "message": "",
+            "replacement_history": [
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Summary: the parser is written"}],
+                }
+            ],
+        },
+    ],
+)
+def test_codex_compaction_is_a_marked_event_and_the_context_starts_at_it(
+    tmp_path: Path, operator_client: Any, payload: dict[str, object]
+) -> None:
+    shape = [("prompt", "write the parser"), ("call", "c1"), ("say", "written")]
+    _name, text = _shapes_in("codex_cli", shape)
+    records = [json.loads(line) for line in text.splitlines()]
+    records.insert(
+        3,
+        {
+            "timestamp": "2025-01-01T00:00:02.500Z",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        },
+    )
+    records.append({"timestamp": "2025-01-01T00:00:05Z", "type": "compacted", "payload": payload})
+    records.append(
+        {
+            "timestamp": "2025-01-01T00:00:06Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "going on"}],
+            },
+        }
+    )
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records))
+    report = import_file(path)
+    assert report.stats["turns"] == 1  # the summary is never a prompt
+    compaction = Event.objects.get(session_id="cx", author="compaction")
+    assert compaction.role == "user" and compaction.text.startswith(
+        "Summary: the parser is written"
+    )
+    assert isinstance(compaction.raw, dict)
+    assert compaction.raw["compaction"]["summarised_events"] == 4
+    body = operator_client.get(reverse("sessions:context", args=["cx"])).content.decode()
+    assert body.count("badge kind-compacted") == 4
+    assert body.count("badge kind-kept") == 2  # the summary and what came after it

@@ -75,6 +75,10 @@ def _turn_id(value: str) -> str:
     return value
 
 
+def _session_id_or_empty(value: str) -> str:
+    return _session_id(value) if value else value
+
+
 def _turn_id_or_empty(value: str) -> str:
     return _turn_id(value) if value else value
 
@@ -120,6 +124,18 @@ SessionId = Annotated[
             "minLength": 1,
             "maxLength": MAX_ID_LENGTH,
             "description": "no '/', no control characters, not '.' or '..'",
+        }
+    ),
+]
+#: A session id, or "" for none (a session that is no sub-agent has no parent).
+SessionIdOrEmpty = Annotated[
+    StrictStr,
+    AfterValidator(_session_id_or_empty),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "maxLength": MAX_ID_LENGTH,
+            "description": "empty, or a session id: no '/', no control characters, not '.' or '..'",
         }
     ),
 ]
@@ -186,6 +202,22 @@ class ExportSession(_Part):
     updated_at: IsoTime
     protocol_issue_count: StrictInt = Field(ge=0, description="derived; recomputed on import")
     cannot_resume: StrictBool = Field(description="derived; recomputed on import")
+    orphan_result_count: StrictInt = Field(
+        default=0,
+        ge=0,
+        description="tool results that answer no call (derived; recomputed on import); "
+        "absent in exports written before it was added",
+    )
+    parent_session_id: SessionIdOrEmpty = Field(
+        default="",
+        description="a sub-agent's parent session (empty: not a sub-agent; absent in "
+        "exports written before it was added)",
+    )
+    parent_call_id: StrictStr = Field(
+        default="",
+        description="the parent's tool call that started this sub-agent (empty: unknown "
+        "or not a sub-agent)",
+    )
     model: OmittableStr = Field(
         default=None, description="the model the source named (absent or empty: unknown)"
     )

@@ -32,6 +32,7 @@ from sessions_app.ingest.normalise import safe_failure_code, synthetic_time
 from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTodo, ParsedTurn
 from sessions_app.ingest.redaction import redact_id, redact_text
 from sessions_app.models import Session
+from sessions_app.projector import COMPACTION_AUTHOR
 
 #: The note prefixes of the turn rule (one wording for every format).
 AWAITING_USER_NOTE = "awaiting the user: "
@@ -95,6 +96,40 @@ class SessionBuilder:
         else:
             self._preamble.append(event)
         return event
+
+    def compaction(
+        self,
+        event: ParsedEvent,
+        *,
+        trigger: str,
+        pre_tokens: int | None,
+        records: list[Any],
+    ) -> ParsedEvent:
+        """Append `event` (role user, its text the summary) as a compaction event, never a
+        prompt: author `COMPACTION_AUTHOR`, `raw` = {"compaction": facts, "records":
+        `records`}; facts: `trigger` ("" unknown), `pre_tokens`, `summarised_events` (the
+        active events before it), `summarised_up_to` (the last one's source id) and
+        `todo_carried` (None: no open todo item to carry; else whether the summary names
+        every open item)."""
+        before = [e for e in self.events if e.archived_at is None]
+        open_items = [t for t in self.todos or [] if t.status != "completed"]
+        folded = " ".join(event.text.split()).casefold()
+        event.author = COMPACTION_AUTHOR
+        event.raw = {
+            "compaction": {
+                "trigger": trigger,
+                "pre_tokens": pre_tokens,
+                "summarised_events": len(before),
+                "summarised_up_to": before[-1].source_id if before else "",
+                "todo_carried": all(
+                    " ".join(t.content.split()).casefold() in folded for t in open_items
+                )
+                if open_items
+                else None,
+            },
+            "records": records,
+        }
+        return self.add(event)
 
     def _current(self) -> _TurnDraft:
         if not self._turns:

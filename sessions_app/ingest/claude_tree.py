@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -105,13 +105,51 @@ def read_records(
     return records, everything
 
 
-def partition_key(record: dict[str, Any]) -> str:
-    """Which session of the file a record belongs to: "" for the main conversation, the
-    `agentId` of a sub-agent, or "sidechain" for an old inline sidechain line."""
+def _agent_id(record: dict[str, Any]) -> str:
     agent = record.get("agentId")
-    if isinstance(agent, str) and agent:
+    return agent if isinstance(agent, str) else ""
+
+
+def partition_key(record: dict[str, Any], inherited: Mapping[str, str] | None = None) -> str:
+    """Which session of the file a record belongs to: "" for the main conversation (a
+    record with `isSidechain: false` is on it whatever else it carries: 2.0 writes the
+    sub-agent's `agentId` on the parent's Task result line too), the `agentId` of a
+    sub-agent (its own, or the one `inherited` gives its uuid: `sidechain_agents`), or
+    "sidechain" for an old inline sidechain line no `agentId` names."""
+    if record.get("isSidechain") is False:
+        return ""
+    agent = _agent_id(record)
+    if agent or record.get("isSidechain") is not True:
         return agent
-    return "sidechain" if record.get("isSidechain") is True else ""
+    return (inherited or {}).get(str(record.get("uuid")), "") or "sidechain"
+
+
+def sidechain_agents(tree: Tree) -> dict[str, str]:
+    """uuid -> `agentId` for each sidechain record without one (2.0 writes it on some
+    lines of an inline sub-agent only) whose connected sidechain records (by `parentUuid`)
+    name one: the first they name in file order. Linear in the records."""
+    side = [u for u, r in tree.record.items() if r.get("isSidechain") is True]
+    root = {u: u for u in side}
+
+    def find(uuid: str) -> str:
+        while root[uuid] != uuid:
+            root[uuid] = root[root[uuid]]
+            uuid = root[uuid]
+        return uuid
+
+    for uuid in side:
+        parent = tree.parent.get(uuid)
+        if parent in root:
+            root[find(uuid)] = find(str(parent))
+    named: dict[str, str] = {}
+    for uuid in side:
+        if agent := _agent_id(tree.record[uuid]):
+            named.setdefault(find(uuid), agent)
+    return {
+        uuid: named[find(uuid)]
+        for uuid in side
+        if not _agent_id(tree.record[uuid]) and find(uuid) in named
+    }
 
 
 def subagent_session_id(parent_id: str, key: str) -> str:
@@ -216,7 +254,10 @@ def agent_calls(records: Iterable[dict[str, Any]]) -> dict[str, str]:
         result = record.get("toolUseResult")
         if record.get("type") != "user" or not isinstance(result, dict):
             continue
-        agent = result.get("agentId")
+        # 2.1 names the agent in the result; 2.0 (inline sidechains) on the line itself.
+        agent = result.get("agentId") or (
+            record.get("agentId") if record.get("isSidechain") is False else None
+        )
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(agent, str) and agent and isinstance(content, list):

@@ -37,6 +37,12 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     shown raw instead. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
+    pending = Event.objects.filter(session_id=session.id, role=Role.ASSISTANT.value)
+    awaiting_user = frozenset(
+        call
+        for ids in pending.values_list("pending_call_ids", flat=True).iterator(chunk_size=2000)
+        for call in ids
+    )
     try:
         streamed = stream_context(
             {turn.id: turn for turn in load_turns(session.id)},
@@ -46,17 +52,12 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
             live_start=live_start_id(session.id) or 0,
             per_page=settings.AGENTOPS_EVENTS_PER_TURN_PAGE,
             page=request.GET.get("page"),
+            awaiting_user=awaiting_user,
         )
     except UnreadableRowError as error:
         context = {"session": session, **presenters.unreadable(error)}
         return render(request, "sessions/context.html", context)
     explanation = streamed.explanation
-    pending = Event.objects.filter(session_id=session.id, role=Role.ASSISTANT.value)
-    awaiting_user = frozenset(
-        call
-        for ids in pending.values_list("pending_call_ids", flat=True).iterator(chunk_size=2000)
-        for call in ids
-    )
     compaction = streamed.compaction
     raw = (
         Event.objects.filter(pk=compaction.id).values_list("raw", flat=True).first()

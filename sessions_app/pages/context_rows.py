@@ -133,6 +133,10 @@ def _rows(
                 f"compaction summary: the agent resumes from here ({compacted_count} "
                 "earlier events were summarised)"
             )
+        if entry.kind is EntryKind.CUT and entry.issue is not None:
+            waiting = [c.id for c in entry.issue.tool_calls if c.id in product.awaiting_user]
+            if waiting:
+                label = f"{label}; awaiting the user: {', '.join(waiting)}"
         orphan = event.id in orphan_ids
         rows.append(
             ContextRow(

@@ -272,11 +272,13 @@ def stream_context(
     live_start: int,
     per_page: int,
     page: str | None,
+    awaiting_user: frozenset[str] = frozenset(),
 ) -> StreamedContext:
     """The context page of a session in one pass: `events` its active events and
     `archived` its archived, not deleted ones (both in id order, read lazily), `turns` its
     turn records by id, `outcomes` its recorded outcomes, `live_start` the id of its last
-    compaction event (0: none), `page` the page asked for (None: the last). Equal to
+    compaction event (0: none), `page` the page asked for (None: the last),
+    `awaiting_user` the ids of calls the source marks as waiting for a person. Equal to
     `context_rows(explain_product_projection(...), archived)` paginated by `per_page`."""
     rows = _Rows(per_page, _page_number(page))
     latest = max(turns.values(), key=lambda turn: (turn.started_at, turn.id), default=None)
@@ -334,7 +336,10 @@ def stream_context(
         state = state[len(piece_state) :]
         left = abandoned.below(last_id)
         product = ProductExplanation(
-            explanation=shifted, orphans=tuple(piece_orphans), state_only=tuple(piece_state)
+            explanation=shifted,
+            orphans=tuple(piece_orphans),
+            state_only=tuple(piece_state),
+            awaiting_user=awaiting_user,
         )
         count = len(shifted.entries) + len(left) + len(piece_state)
         rows.add(_Piece(rows.total, count, product=product, left=left))

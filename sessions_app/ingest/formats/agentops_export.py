@@ -105,6 +105,8 @@ def parse_agentops_export(path: Path, data: dict[str, Any]) -> ParseResult:
         source_format=head["source_format"],
         source_path=head["source_path"],
         model=head.get("model") or "",
+        parent_session_id=head.get("parent_session_id", ""),
+        parent_call_id=head.get("parent_call_id", ""),
         turns=turns,
         events=events,
     )

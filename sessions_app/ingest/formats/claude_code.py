@@ -50,6 +50,7 @@ from sessions_app.ingest.claude_tree import (
     is_prompt,
     partition_key,
     read_records,
+    sidechain_agents,
     subagent_session_id,
 )
 from sessions_app.ingest.normalise import (
@@ -62,7 +63,6 @@ from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult, 
 from sessions_app.ingest.reading import JsonLinesText
 from sessions_app.ingest.registry import JsonLinesFormat
 from sessions_app.models import Session
-from sessions_app.projector import COMPACTION_AUTHOR
 
 #: Record types only Claude Code writes (detection: one such record, or a `sessionId`).
 CLAUDE_TYPES = frozenset(
@@ -120,16 +120,6 @@ def _result_text(content: Any) -> Any:
             return "\n".join(texts)
         return content
     return content if content is not None else ""
-
-
-def _todo_carried(builder: SessionBuilder, summary: str) -> bool | None:
-    """Whether a compaction summary carries the todo list: None when there is no open
-    item to carry, else whether every open item's content appears in the summary."""
-    open_items = [t for t in builder.todos or [] if t.status != "completed"]
-    if not open_items:
-        return None
-    folded = " ".join(summary.split()).casefold()
-    return all(" ".join(t.content.split()).casefold() in folded for t in open_items)
 
 
 class _Conversation:
@@ -316,17 +306,12 @@ class _Conversation:
         boundary = self.boundaries.get(str(record.get("parentUuid") or ""))
         meta = boundary.get("compactMetadata") if boundary else None
         meta = meta if isinstance(meta, dict) else {}
-        before = [e for e in self.builder.events if e.archived_at is None]
-        facts = {
-            "trigger": str(meta.get("trigger") or ""),
-            "pre_tokens": meta.get("preTokens") if isinstance(meta.get("preTokens"), int) else None,
-            "summarised_events": len(before),
-            "summarised_up_to": before[-1].source_id if before else "",
-            "todo_carried": _todo_carried(self.builder, event.text),
-        }
-        event.author = COMPACTION_AUTHOR
-        event.raw = {"compaction": facts, "records": [r for r in (boundary, record) if r]}
-        self.builder.add(event)
+        self.builder.compaction(
+            event,
+            trigger=str(meta.get("trigger") or ""),
+            pre_tokens=meta.get("preTokens") if isinstance(meta.get("preTokens"), int) else None,
+            records=[r for r in (boundary, record) if r],
+        )
 
 
 def parse_claude_code(path: Path, text: JsonLinesText) -> ParseResult:
@@ -351,8 +336,9 @@ def parse_claude_code(path: Path, text: JsonLinesText) -> ParseResult:
         r for r in everything if r.get("type") == "summary" and isinstance(r.get("summary"), str)
     ]
     parts: dict[str, list[tuple[int, datetime, dict[str, Any]]]] = {}
+    inherited = sidechain_agents(tree)
     for item in records:
-        parts.setdefault(partition_key(item[2]), []).append(item)
+        parts.setdefault(partition_key(item[2], inherited), []).append(item)
     sessions = []
     for key, items in parts.items():
         session_id = subagent_session_id(main_id, key)

@@ -16,7 +16,11 @@ Rules applied here:
   event; consecutive `function_call`s and an assistant message right before them form one
   assistant event (parallel calls); `function_call_output` -> a tool event whose
   `result` is the output (decoded when it is JSON);
-- `update_plan` calls (`plan[] = {step, status}`) replace the session's todo list.
+- `update_plan` calls (`plan[] = {step, status}`) replace the session's todo list;
+- a `compacted` record (Codex compacted its context) is a compaction event holding the
+  summary (`message`, or the messages of `replacement_history`), never a prompt: the
+  next context starts from it (Codex also carries recent prompts, within a budget, into
+  the compacted history; the projection shows the summary and what came after it).
 """
 
 from __future__ import annotations
@@ -61,6 +65,20 @@ def _message_text(content: Any) -> str:
 
 
 _USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
+
+
+def _compaction_text(payload: dict[str, Any]) -> str:
+    """The summary a `compacted` record holds: its `message`, else (newer Codex, which
+    writes the history it goes on from) the text of `replacement_history`'s messages."""
+    message = payload.get("message")
+    if isinstance(message, str) and message.strip():
+        return message
+    history = payload.get("replacement_history")
+    return "\n\n".join(
+        _message_text(item.get("content"))
+        for item in (history if isinstance(history, list) else [])
+        if isinstance(item, dict) and item.get("type", "message") == "message"
+    )
 
 
 def _is_count(value: Any) -> bool:
@@ -126,6 +144,15 @@ def parse_codex_cli(path: Path, text: JsonLinesText) -> ParseResult:
             elif ptype == "turn_aborted":
                 reason = payload.get("reason") or "aborted"
                 builder.interrupt(f"turn_aborted ({reason}) at line {number}")
+            continue
+        if kind == "compacted":
+            compaction = ParsedEvent(
+                role="user",
+                created_at=at,
+                text=_compaction_text(payload),
+                source_id=f"line-{number}",
+            )
+            builder.compaction(compaction, trigger="", pre_tokens=None, records=[record])
             continue
         if kind != "response_item":
             continue

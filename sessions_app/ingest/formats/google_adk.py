@@ -12,6 +12,10 @@ Rules applied here:
   `function_response` without an id is paired with the first open call of the same name
   (name and order);
 - `function_response` parts become role tool events, one per response, result = response;
+  a later response for a call already answered (a long-running call's update, a call run
+  again after a person confirmed it) updates that result instead (ADK sends the model
+  only the latest response of each call, right after the call), and its state delta, if
+  any, is kept as a state change where it came;
 - `long_running_tool_ids` -> `pending_call_ids` of the event holding those calls;
 - partial events (`partial: true`, streaming chunks) are never stored as messages: the
   chunks before a final event of the same author and invocation are dropped (the final
@@ -31,6 +35,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict, deque
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +108,35 @@ def collapse_partials(events: list[Any]) -> list[Any]:
     return out
 
 
+def _update_response(
+    event: ParsedEvent, response: dict[str, Any], at: datetime, raw_event: dict[str, Any]
+) -> None:
+    """A later `function_response` for a call already answered (a long-running call's
+    update, a call run again once a person confirmed it) becomes that call's result: ADK
+    sends the model only the latest response of each call, right after the call
+    (`contents._rearrange_events_for_async_function_responses_in_history`), so it is
+    neither a second result nor an orphan. `raw` keeps every record, `updated_at` the
+    update's time."""
+    event.tool_response = {**(event.tool_response or {}), "result": response.get("response")}
+    records = event.raw if isinstance(event.raw, list) else [event.raw]
+    event.raw = [*records, raw_event]
+    event.updated_at = max(at, event.updated_at or event.created_at)
+
+
+def _state_change(
+    author: str, event_id: str, at: datetime, delta: dict[str, Any], raw_event: dict[str, Any]
+) -> ParsedEvent:
+    """A state-only event: shown as a state change, never sent as a message."""
+    return ParsedEvent(
+        role="assistant" if author != "user" else "user",
+        created_at=at,
+        author=author,
+        source_id=event_id,
+        state_delta=delta,
+        raw=raw_event,
+    )
+
+
 def parse_google_adk(path: Path, data: Any) -> ParseResult:
     """Parse one decoded ADK session document (see the module docstring for the rules)."""
     problems: list[ImportProblem] = []
@@ -123,6 +157,8 @@ def adk_session(
     session_id = str(data.get("id") or default_id)
     builder = SessionBuilder(session_id)
     open_calls: dict[str, deque[str]] = defaultdict(deque)
+    called: set[str] = set()  # ids of the calls seen so far
+    answered: dict[str, ParsedEvent] = {}  # call id -> the tool event answering it
     first_prompt = ""
 
     for index, raw_event in enumerate(collapse_partials(list(data["events"]))):
@@ -163,42 +199,44 @@ def adk_session(
             elif isinstance(_get(part, "text"), str):
                 (thoughts if _get(part, "thought") else texts).append(part["text"])
 
+        called.update(call["id"] for call in calls)
+        updates = 0
         for response in responses:
             call_name = str(response.get("name") or "")
             call_id = str(response.get("id") or "")
             if not call_id and open_calls[call_name]:
                 call_id = open_calls[call_name].popleft()
-            builder.add(
-                ParsedEvent(
-                    role="tool",
-                    created_at=at,
-                    author=author,
-                    source_id=event_id,
-                    tool_call_id=call_id,
-                    tool_response={
-                        "tool_call_id": call_id,
-                        "name": call_name,
-                        "result": response.get("response"),
-                    },
-                    state_delta=state_delta if isinstance(state_delta, dict) else {},
-                    raw=raw_event,
-                )
+            earlier = answered.get(call_id)
+            if earlier is not None:
+                _update_response(earlier, response, at, raw_event)
+                updates += 1
+                continue
+            answered_by = ParsedEvent(
+                role="tool",
+                created_at=at,
+                author=author,
+                source_id=event_id,
+                tool_call_id=call_id,
+                tool_response={
+                    "tool_call_id": call_id,
+                    "name": call_name,
+                    "result": response.get("response"),
+                },
+                state_delta=state_delta if isinstance(state_delta, dict) else {},
+                raw=raw_event,
             )
+            if call_id in called:
+                answered[call_id] = answered_by
+            builder.add(answered_by)
         text = "\n\n".join(texts)
         if responses and not (texts or calls):
-            pass
+            if updates == len(responses) and state_delta and isinstance(state_delta, dict):
+                # Only updates: the state delta stays where it came, as a state change.
+                builder.add(_state_change(author, event_id, at, state_delta, raw_event))
         elif not (texts or thoughts or calls):
             # A state-only event (or one with nothing readable): kept, never sent.
-            builder.add(
-                ParsedEvent(
-                    role="assistant" if author != "user" else "user",
-                    created_at=at,
-                    author=author,
-                    source_id=event_id,
-                    state_delta=state_delta if isinstance(state_delta, dict) else {},
-                    raw=raw_event,
-                )
-            )
+            delta = state_delta if isinstance(state_delta, dict) else {}
+            builder.add(_state_change(author, event_id, at, delta, raw_event))
         elif author == "user" and not calls:
             builder.add(
                 ParsedEvent(

@@ -8,8 +8,10 @@ calls with their outputs matched by `call_id` (`function_call`, `custom_tool_cal
 `tool_search_call`, `program`, each with its `*_output`), hosted tool calls that carry
 their own result (`mcp_call`, `web_search_call`, `file_search_call`,
 `code_interpreter_call`, `image_generation_call`), MCP approval requests (a call awaiting
-a person's answer: pending) and responses, `mcp_list_tools` and `compaction` (kept as
-system notes, never sent as conversation turns), `item_reference` (a pointer, skipped).
+a person's answer: pending) and responses (the person's decision, `{approve, reason}`: the
+result of the request it names; one naming no request read is kept as a note),
+`mcp_list_tools` and `compaction` (kept as system notes, never sent as conversation
+turns), `item_reference` (a pointer, skipped).
 
 Rules: consecutive calls (after an assistant message) form one assistant event, as a
 model emits parallel calls; reasoning summaries are held for the next assistant event; a
@@ -231,6 +233,10 @@ class ResponsesReader:
             call_id = str(item.get("id") or "")
             self.pending.add(call_id)
             self._call({**item, "call_id": call_id}, at(), raw, author, "mcp_approval_request")
+        elif kind == "mcp_approval_response" and self._requested(item):
+            # A person's decision answers the approval request it names.
+            decision = {k: item[k] for k in ("approve", "reason") if k in item}
+            self._result(str(item["approval_request_id"]), at(), raw, decision)
         elif kind in NOTE_TYPES:
             note = {"mcp_list_tools": "MCP tools listed", "compaction": "history compacted"}
             self.builder.add(
@@ -247,6 +253,11 @@ class ResponsesReader:
         else:
             return False
         return True
+
+    def _requested(self, item: dict[str, Any]) -> bool:
+        """True when `item` (an `mcp_approval_response`) names an approval request read."""
+        request_id = item.get("approval_request_id")
+        return isinstance(request_id, str) and request_id in self.call_names
 
     def _message(
         self, item: dict[str, Any], role: str, at: datetime, raw: Any, author: str
