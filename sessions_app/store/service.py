@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agentops.runtime import errors
@@ -37,6 +37,12 @@ from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
 from sessions_app.ingest.redaction import redact_event_fields, redact_text, redact_value
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
+from sessions_app.store.append_sql import (
+    append_statements,
+    direct_append,
+    run_append,
+    run_insert,
+)
 from sessions_app.store.owner import owner_fields
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
@@ -64,6 +70,13 @@ def stored_fields(event: Event) -> tuple[dict[str, Any], Event]:
             values = {**redacted, "id": 0, "session_id": event.session_id}
             return redacted, event_from_values({**values, "created_at": None, "updated_at": None})
     return fields, event
+
+
+def _fields_to_store(event: Event) -> tuple[dict[str, Any], Event]:
+    """`stored_fields`, the state delta without ``temp:`` keys (they live only in the
+    returned copy, docs/runtime.md §2)."""
+    fields, stored = stored_fields(event)
+    return {**fields, "state_delta": dict(persisted_state(fields["state_delta"]))}, stored
 
 
 class DjangoSessionService:
@@ -165,13 +178,20 @@ class DjangoSessionService:
         transaction); a non-list value raises `TodoShapeError` and nothing is stored."""
         if event.partial:
             raise errors.InvalidEventError(event.session_id, "partial events are never stored")
-        return await sync_to_async(self._append_event)(event)
+        fields, stored = _fields_to_store(event)
+        if not fields["state_delta"]:
+            # Most events, on an SQLite file: stored from this thread (`append_sql`).
+            done = direct_append(event.session_id, stored, fields, timezone.now)
+            if done is not None:
+                row_id, at = done
+                return stored.model_copy(update={"id": row_id, "created_at": at, "updated_at": at})
+        return await sync_to_async(self._append_stored)(stored, fields)
 
     def _append_event(self, event: Event) -> Event:
-        fields, event = stored_fields(event)
-        # temp: keys live only in the returned copy (docs/runtime.md §2).
-        delta = persisted_state(fields["state_delta"])
-        fields = {**fields, "state_delta": dict(delta)}
+        return self._append_stored(*reversed(_fields_to_store(event)))
+
+    def _append_stored(self, event: Event, fields: dict[str, Any]) -> Event:
+        delta = dict(fields["state_delta"])
         with transaction.atomic():
             # Inside the transaction: on SQLite BEGIN IMMEDIATE already holds the write
             # lock, so timestamps grow with ids.
@@ -179,11 +199,11 @@ class DjangoSessionService:
             if not delta:
                 # Nothing to merge (most events): one UPDATE both checks that the session
                 # exists and locks its row (PostgreSQL) before the INSERT, so a session's
-                # event ids still grow in commit order; two statements instead of three.
-                touched = models.Session.objects.filter(pk=event.session_id).update(updated_at=now)
-                if not touched:
+                # event ids still grow in commit order; two statements, in SQL built once.
+                with connection.cursor() as cursor:
+                    row_id = run_append(cursor, append_statements(), event.session_id, now, fields)
+                if row_id is None:
                     raise errors.SessionNotFoundError(event.session_id)
-                row_id = self._insert_event(event.session_id, now, fields)
                 self._note_append(event, row_id)
                 return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
             # A delta: read-modify-write of the state under the row lock (SELECT ... FOR
@@ -225,10 +245,8 @@ class DjangoSessionService:
 
     @staticmethod
     def _insert_event(session_id: str, now: datetime, fields: dict[str, Any]) -> int:
-        row = models.Event.objects.create(
-            session_id=session_id, created_at=now, updated_at=now, **fields
-        )
-        return row.id
+        with connection.cursor() as cursor:
+            return run_insert(cursor, append_statements(), session_id, now, fields)
 
     async def delete_event(self, session_id: str, event_id: int) -> None:
         """Soft-delete an event (it leaves the active history, the row stays)."""

@@ -1,0 +1,267 @@
+"""The hot append path in SQL: an event append's statements without the ORM, and the
+direct append that runs them on the event loop's own SQLite connection (no thread hop).
+
+Most appends are an UPDATE of the session row (its ``updated_at``; on PostgreSQL it also
+locks the row so a session's event ids grow in commit order) and an INSERT of the event,
+in one transaction (docs/runtime.md §2). Built through the ORM these cost several times
+what the database spends on them (compiling the SQL, preparing each value), so
+`AppendStatements` builds the SQL once from the models' metadata: the INSERT names every
+column of `columns.EVENT_INSERT_COLUMNS` (a column added to `Event` flows through), its
+values prepared by each field's own `get_db_prep_save` (JSON, datetimes as Django stores
+them), a column the runtime event does not fill taking its model default.
+
+`direct_append` runs them on SQLite without leaving the event loop's thread: one
+connection of its own per thread (same file, same pragmas), BEGIN IMMEDIATE that never
+waits (``busy_timeout=0``). It stores only what needs no more than the local rules
+(`resume_delta`): an event without a stored state delta that is neither a tool result nor
+a compaction, an assistant event with tool calls only while its turn runs. For anything
+else (another writer holds the lock, the session is not found, a state delta, a tool
+result, a database that is not an SQLite file) it stores nothing and answers None: the
+caller takes the regular path (a worker thread, the ORM, Django's busy timeout), which
+also gives the specific errors. A local write blocks the loop for about as long as the
+thread hop it saves would have.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Field
+
+from agentops.runtime.model import Event, Role
+from agentops.runtime.session import TurnStatus
+from sessions_app import models
+from sessions_app.projector import COMPACTION_AUTHOR
+from sessions_app.store.columns import EVENT_INSERT_COLUMNS
+
+__all__ = [
+    "AppendStatements",
+    "append_kind",
+    "append_statements",
+    "direct_append",
+    "run_append",
+    "run_insert",
+]
+
+#: What an append does to the resume status (`resume_delta.status_after_append`).
+PLAIN, OPENS_GROUP, OTHER = "plain", "opens_group", "other"
+
+
+def append_kind(event: Event) -> str:
+    """`PLAIN`: leaves the resume status as it is (no query); `OPENS_GROUP`: an assistant
+    event with tool calls (one issue more while its turn runs); `OTHER`: a tool result or
+    a compaction (the rules need the stored history)."""
+    if event.author == COMPACTION_AUTHOR:
+        return OTHER
+    role = event.content.role
+    if role is Role.TOOL:
+        return OTHER
+    if role is Role.ASSISTANT and event.content.tool_calls:
+        return OPENS_GROUP if event.turn_id else OTHER
+    return PLAIN
+
+
+@dataclass(frozen=True)
+class AppendStatements:
+    """An append's SQL for one database vendor (``%s`` placeholders, or ``?`` on the
+    direct SQLite connection) and the value preparation of the INSERT's columns."""
+
+    insert: str
+    touch: str
+    touch_opening: str
+    turn_status: str
+    returning: bool
+    columns: tuple[str, ...]
+    prepare: tuple[Callable[[Any], Any], ...]
+    defaults: tuple[Callable[[], Any], ...]
+
+    def prepare_time(self, now: datetime) -> Any:
+        """`now` as the database stores a timestamp column."""
+        return self.prepare[self.columns.index("updated_at")](now)
+
+    def insert_params(self, session_id: str, now: datetime, fields: dict[str, Any]) -> list[Any]:
+        """The INSERT's parameters: `fields` (`rows.row_fields_from_event`, as stored),
+        the session, `now` for both timestamps, model defaults for the rest."""
+        given = {**fields, "session_id": session_id, "created_at": now, "updated_at": now}
+        params = []
+        for name, prepare, default in zip(self.columns, self.prepare, self.defaults, strict=True):
+            params.append(prepare(given[name] if name in given else default()))
+        return params
+
+    def with_qmarks(self) -> AppendStatements:
+        """The same statements with ``?`` placeholders (the sqlite3 module's own style)."""
+        return replace(
+            self,
+            insert=self.insert.replace("%s", "?"),
+            touch=self.touch.replace("%s", "?"),
+            touch_opening=self.touch_opening.replace("%s", "?"),
+            turn_status=self.turn_status.replace("%s", "?"),
+        )
+
+
+def _preparer(field: Field[Any, Any], connection: BaseDatabaseWrapper) -> Callable[[Any], Any]:
+    return lambda value: field.get_db_prep_save(value, connection)
+
+
+@cache
+def append_statements(alias: str = "default") -> AppendStatements:
+    """The statements for database `alias` (built once; its vendor decides quoting and
+    RETURNING). Never opens a connection."""
+    connection = connections[alias]
+
+    def quote(name: str | None) -> str:
+        return connection.ops.quote_name(str(name))
+
+    event_meta, session_meta = models.Event._meta, models.Session._meta
+    turn_meta = models.Turn._meta
+    by_attname = {field.attname: field for field in event_meta.concrete_fields}
+    fields = [by_attname[name] for name in EVENT_INSERT_COLUMNS]
+    column_sql = ", ".join(quote(field.column) for field in fields)
+    marks = ", ".join(["%s"] * len(fields))
+    returning = connection.features.can_return_columns_from_insert
+    insert = f"INSERT INTO {quote(event_meta.db_table)} ({column_sql}) VALUES ({marks})"
+    if returning:
+        insert += f" RETURNING {quote(event_meta.pk.column)}"
+    session, pk = quote(session_meta.db_table), quote(session_meta.pk.column)
+    updated, issues = quote("updated_at"), quote("protocol_issue_count")
+    touch = f"UPDATE {session} SET {updated} = %s WHERE {pk} = %s"
+    touch_opening = f"UPDATE {session} SET {updated} = %s, {issues} = {issues} + 1 WHERE {pk} = %s"
+    turn_status = (
+        f"SELECT {quote('status')} FROM {quote(turn_meta.db_table)}"
+        f" WHERE {quote(turn_meta.pk.column)} = %s AND {quote('session_id')} = %s"
+    )
+    return AppendStatements(
+        insert=insert,
+        touch=touch,
+        touch_opening=touch_opening,
+        turn_status=turn_status,
+        returning=returning,
+        columns=EVENT_INSERT_COLUMNS,
+        prepare=tuple(_preparer(field, connection) for field in fields),
+        defaults=tuple(field.get_default for field in fields),
+    )
+
+
+def run_append(
+    cursor: Any,
+    statements: AppendStatements,
+    session_id: str,
+    now: datetime,
+    fields: dict[str, Any],
+    *,
+    opens_group: bool = False,
+) -> int | None:
+    """Run an append's UPDATE and INSERT on `cursor` (a DB-API cursor inside a transaction
+    the caller holds); the new event's id, or None when the session does not exist
+    (nothing inserted). `opens_group`: count one protocol issue more in the same UPDATE."""
+    touch = statements.touch_opening if opens_group else statements.touch
+    cursor.execute(touch, (statements.prepare_time(now), session_id))
+    if cursor.rowcount != 1:
+        return None
+    return run_insert(cursor, statements, session_id, now, fields)
+
+
+def run_insert(
+    cursor: Any, statements: AppendStatements, session_id: str, now: datetime,
+    fields: dict[str, Any],
+) -> int:  # fmt: skip
+    """Run the INSERT of an event (`fields` as stored) on `cursor`; the new event's id."""
+    cursor.execute(statements.insert, statements.insert_params(session_id, now, fields))
+    if statements.returning:
+        return int(cursor.fetchone()[0])
+    return int(cursor.lastrowid)
+
+
+def turn_is_running(
+    cursor: Any, statements: AppendStatements, session_id: str, turn_id: str
+) -> bool:
+    """Whether turn `turn_id` of the session is running (`resume_delta`'s rule)."""
+    cursor.execute(statements.turn_status, (turn_id, session_id))
+    row = cursor.fetchone()
+    return row is not None and row[0] == TurnStatus.RUNNING.value
+
+
+# -- the direct path (SQLite) --------------------------------------------------------
+
+
+class _Direct(threading.local):
+    """This thread's own SQLite connection per database file."""
+
+    def __init__(self) -> None:
+        self.connections: dict[str, sqlite3.Connection] = {}
+
+
+_direct = _Direct()
+
+
+def _direct_target(alias: str) -> tuple[str, Sequence[str]] | None:
+    """(file, pragmas) when `alias` is an SQLite file the direct path may write; else None."""
+    settings_dict = connections.settings[alias]
+    if settings_dict["ENGINE"] != "django.db.backends.sqlite3":
+        return None
+    name = str(settings_dict["NAME"])
+    if not name or name == ":memory:" or name.startswith("file:"):
+        return None
+    pragmas = str(settings_dict.get("OPTIONS", {}).get("init_command", "")).split(";")
+    return name, [pragma.strip() for pragma in pragmas if pragma.strip()]
+
+
+def _connection(name: str, pragmas: Sequence[str]) -> sqlite3.Connection:
+    conn = _direct.connections.get(name)
+    if conn is None:
+        conn = sqlite3.connect(name, isolation_level=None, timeout=0)
+        conn.execute("PRAGMA foreign_keys = ON")
+        for pragma in pragmas:
+            conn.execute(pragma)
+        conn.execute("PRAGMA busy_timeout = 0")  # never wait on the loop's thread
+        _direct.connections[name] = conn
+    return conn
+
+
+def direct_append(
+    session_id: str, event: Event, fields: dict[str, Any], now: Callable[[], datetime],
+    alias: str = "default",
+) -> tuple[int, datetime] | None:  # fmt: skip
+    """Store `event` (its stored column values `fields`, no state delta) in one committed
+    transaction on this thread's own SQLite connection: (its id, its timestamp), or None
+    when it must take the regular path (see the module; nothing is stored then)."""
+    kind = append_kind(event)
+    target = _direct_target(alias) if kind != OTHER else None
+    if target is None:
+        return None
+    statements = _qmark_statements(alias)
+    conn = _connection(*target)
+    cursor = conn.cursor()
+    try:
+        cursor.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError:  # another writer holds the lock: let the caller wait
+        return None
+    try:
+        opens = kind == OPENS_GROUP
+        if opens and not turn_is_running(cursor, statements, session_id, event.turn_id):
+            cursor.execute("ROLLBACK")
+            return None  # the projection changes too: the full recomputation's path
+        stamp = now()  # under the write lock: timestamps grow with ids
+        row_id = run_append(cursor, statements, session_id, stamp, fields, opens_group=opens)
+        if row_id is None:
+            cursor.execute("ROLLBACK")
+            return None
+        cursor.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
+    return row_id, stamp
+
+
+@cache
+def _qmark_statements(alias: str) -> AppendStatements:
+    return append_statements(alias).with_qmarks()
