@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from django.db import connection
+from hypothesis import HealthCheck, given, settings
 
 from agentops.runtime import errors
 from agentops.runtime.model import Content, Event, Role, ToolCall, ToolResponse
@@ -20,6 +21,7 @@ from sessions_app import models
 from sessions_app.store import DjangoSessionService, refresh_resume_status
 from sessions_app.store.columns import EVENT_COLUMNS
 from sessions_app.store.service import stored_fields
+from tests import test_resume_status as resume_cases
 
 T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 
@@ -104,9 +106,9 @@ async def test_plain_events_and_calls_of_a_running_turn_need_no_worker_thread(
     monkeypatch.setattr(DjangoSessionService, "_append_stored", spy)
     for event in _events("s", "t"):
         await service.append_event(event)
-    # The tool result (its group is recounted) and the call outside a turn take the
-    # regular path; the rest were stored on this thread.
-    assert used == ["tool", "assistant"]
+    # The call outside a turn takes the regular path (the full recomputation); the rest,
+    # the tool result's group recount included, were stored on this thread.
+    assert used == ["assistant"]
     assert len(await service.list_events("s")) == 5
 
 
@@ -133,3 +135,19 @@ async def test_an_unknown_session_is_refused_and_nothing_is_stored() -> None:
     with pytest.raises(errors.SessionNotFoundError):
         await service.append_event(_events("nope", "")[0])
     assert not await models.Event.objects.filter(session_id="nope").aexists()
+
+
+@on_sqlite
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(operations=resume_cases.OPERATIONS)
+def test_the_direct_path_keeps_the_status_the_full_recomputation_gives(
+    operations: list[tuple[str, str, int, list[str]]],
+) -> None:
+    # The same property as tests/test_resume_status.py, its appends committed on the
+    # direct path (that test's transaction holds the write lock, so its appends never are).
+    check = resume_cases.test_incremental_status_equals_full_recomputation.hypothesis.inner_test
+    check(operations=operations)

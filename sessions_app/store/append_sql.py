@@ -12,18 +12,20 @@ them), a column the runtime event does not fill taking its model default.
 
 `direct_append` runs them on SQLite without leaving the event loop's thread: one
 connection of its own per thread (same file, same pragmas), BEGIN IMMEDIATE that never
-waits (``busy_timeout=0``). It stores only what needs no more than the local rules
-(`resume_delta`): an event without a stored state delta that is neither a tool result nor
-a compaction, an assistant event with tool calls only while its turn runs. For anything
-else (another writer holds the lock, the session is not found, a state delta, a tool
-result, a database that is not an SQLite file) it stores nothing and answers None: the
-caller takes the regular path (a worker thread, the ORM, Django's busy timeout), which
-also gives the specific errors. A local write blocks the loop for about as long as the
-thread hop it saves would have.
+waits (``busy_timeout=0``). It keeps the resume status by the same local rules as the
+regular path (`resume_delta`; a tool result's group recounted by the one
+`tool_result_counts`) and stores an event without a stored state delta that is not a
+compaction, whose turn (if it is a tool call or result) is running and whose group has no
+recorded outcome. For anything else (another writer holds the lock, the session is not
+found, a state delta, a shape the local rules do not cover, a database that is not an
+SQLite file) it stores nothing and answers None: the caller takes the regular path (a
+worker thread, Django's busy timeout), which also gives the specific errors. A local
+write blocks the loop for about as long as the thread hop it saves would have.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -39,8 +41,9 @@ from django.db.models import Field
 from agentops.runtime.model import Event, Role
 from agentops.runtime.session import TurnStatus
 from sessions_app import models
-from sessions_app.projector import COMPACTION_AUTHOR
+from sessions_app.projector import COMPACTION_AUTHOR, RecordedOutcome
 from sessions_app.store.columns import EVENT_INSERT_COLUMNS
+from sessions_app.store.resume_delta import GROUP_COLUMNS, tool_result_counts
 
 __all__ = [
     "AppendStatements",
@@ -52,18 +55,19 @@ __all__ = [
 ]
 
 #: What an append does to the resume status (`resume_delta.status_after_append`).
-PLAIN, OPENS_GROUP, OTHER = "plain", "opens_group", "other"
+PLAIN, OPENS_GROUP, TOOL_RESULT, OTHER = "plain", "opens_group", "tool_result", "other"
 
 
 def append_kind(event: Event) -> str:
     """`PLAIN`: leaves the resume status as it is (no query); `OPENS_GROUP`: an assistant
-    event with tool calls (one issue more while its turn runs); `OTHER`: a tool result or
-    a compaction (the rules need the stored history)."""
+    event with tool calls (one issue more while its turn runs); `TOOL_RESULT`: a tool
+    result of a turn (its group is recounted while the turn runs); `OTHER`: a compaction,
+    or a call or result outside any turn (the full recomputation)."""
     if event.author == COMPACTION_AUTHOR:
         return OTHER
     role = event.content.role
     if role is Role.TOOL:
-        return OTHER
+        return TOOL_RESULT if event.turn_id else OTHER
     if role is Role.ASSISTANT and event.content.tool_calls:
         return OPENS_GROUP if event.turn_id else OTHER
     return PLAIN
@@ -78,6 +82,9 @@ class AppendStatements:
     touch: str
     touch_opening: str
     turn_status: str
+    group: str
+    has_outcome: str
+    count_changes: str
     returning: bool
     columns: tuple[str, ...]
     prepare: tuple[Callable[[Any], Any], ...]
@@ -104,6 +111,9 @@ class AppendStatements:
             touch=self.touch.replace("%s", "?"),
             touch_opening=self.touch_opening.replace("%s", "?"),
             turn_status=self.turn_status.replace("%s", "?"),
+            group=self.group.replace("%s", "?"),
+            has_outcome=self.has_outcome.replace("%s", "?"),
+            count_changes=self.count_changes.replace("%s", "?"),
         )
 
 
@@ -138,11 +148,35 @@ def append_statements(alias: str = "default") -> AppendStatements:
         f"SELECT {quote('status')} FROM {quote(turn_meta.db_table)}"
         f" WHERE {quote(turn_meta.pk.column)} = %s AND {quote('session_id')} = %s"
     )
+    event_table, event_pk = quote(event_meta.db_table), quote(event_meta.pk.column)
+    active = (
+        f"{quote('session_id')} = %s AND {quote('deleted_at')} IS NULL"
+        f" AND {quote('archived_at')} IS NULL"
+    )
+    anchor = (
+        f"SELECT {event_pk} FROM {event_table} WHERE {active} AND {event_pk} < %s"
+        f" AND NOT ({quote('role')} = '{Role.TOOL.value}') ORDER BY {event_pk} DESC LIMIT 1"
+    )
+    group = (
+        f"SELECT {', '.join(quote(name) for name in GROUP_COLUMNS)} FROM {event_table}"
+        f" WHERE {active} AND {event_pk} <= %s AND {event_pk} >= ({anchor}) ORDER BY {event_pk}"
+    )
+    outcome_meta = models.ToolOutcome._meta
+    has_outcome = (
+        f"SELECT 1 FROM {quote(outcome_meta.db_table)} WHERE {quote('event_id')} = %s LIMIT 1"
+    )
+    orphans = quote("orphan_result_count")
+    count_changes = (
+        f"UPDATE {session} SET {issues} = {issues} + %s, {orphans} = {orphans} + %s WHERE {pk} = %s"
+    )
     return AppendStatements(
         insert=insert,
         touch=touch,
         touch_opening=touch_opening,
         turn_status=turn_status,
+        group=group,
+        has_outcome=has_outcome,
+        count_changes=count_changes,
         returning=returning,
         columns=EVENT_INSERT_COLUMNS,
         prepare=tuple(_preparer(field, connection) for field in fields),
@@ -245,21 +279,57 @@ def direct_append(
     except sqlite3.OperationalError:  # another writer holds the lock: let the caller wait
         return None
     try:
-        opens = kind == OPENS_GROUP
-        if opens and not turn_is_running(cursor, statements, session_id, event.turn_id):
-            cursor.execute("ROLLBACK")
-            return None  # the projection changes too: the full recomputation's path
-        stamp = now()  # under the write lock: timestamps grow with ids
-        row_id = run_append(cursor, statements, session_id, stamp, fields, opens_group=opens)
-        if row_id is None:
-            cursor.execute("ROLLBACK")
-            return None
-        cursor.execute("COMMIT")
+        stored = _direct_transaction(cursor, statements, session_id, event, fields, now, kind)
+        cursor.execute("COMMIT" if stored is not None else "ROLLBACK")
     except BaseException:
         if conn.in_transaction:
             conn.rollback()
         raise
+    return stored
+
+
+def _direct_transaction(
+    cursor: sqlite3.Cursor, statements: AppendStatements, session_id: str, event: Event,
+    fields: dict[str, Any], now: Callable[[], datetime], kind: str,
+) -> tuple[int, datetime] | None:  # fmt: skip
+    """The direct append's statements inside its transaction; None: roll back and take the
+    regular path."""
+    if kind != PLAIN and not turn_is_running(cursor, statements, session_id, event.turn_id):
+        return None  # the projection changes too: the full recomputation's path
+    stamp = now()  # under the write lock: timestamps grow with ids
+    opens = kind == OPENS_GROUP
+    row_id = run_append(cursor, statements, session_id, stamp, fields, opens_group=opens)
+    if row_id is None:
+        return None
+    if kind == TOOL_RESULT:
+        cursor.execute(statements.group, (session_id, row_id, session_id, row_id))
+        rows = [_decoded(row) for row in cursor.fetchall()]
+
+        def outcomes_of(first_id: int) -> dict[tuple[int, str], RecordedOutcome] | None:
+            cursor.execute(statements.has_outcome, (first_id,))
+            return None if cursor.fetchone() else {}  # recorded outcomes: the regular path
+
+        counts = tool_result_counts(session_id, event.turn_id, row_id, rows, outcomes_of)
+        if counts is None:
+            return None
+        if counts:
+            changes = (counts.get("protocol_issue_count", 0), counts.get("orphan_result_count", 0))
+            cursor.execute(statements.count_changes, (*changes, session_id))
     return row_id, stamp
+
+
+def _decoded(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A `GROUP_COLUMNS` row as the ORM gives it: JSON columns decoded."""
+    values = list(row)
+    for index in _JSON_GROUP_COLUMNS:
+        if isinstance(values[index], str):
+            values[index] = json.loads(values[index])
+    return tuple(values)
+
+
+_JSON_GROUP_COLUMNS = tuple(
+    index for index, name in enumerate(GROUP_COLUMNS) if name in ("tool_calls", "tool_response")
+)
 
 
 @cache
