@@ -61,10 +61,18 @@ def _status(session_id: str) -> tuple[int, int, bool]:
 
 
 async def _run(service: DjangoSessionService, session_id: str) -> list[Event]:
+    """Append `_events` through `service` to a new session whose turn runs; the status
+    after the turn's own events (an answered call: no issue) is checked on the way."""
     await service.create_session("app", "u", session_id=session_id)
     turn = Turn(id=f"t-{session_id}", session_id=session_id, started_at=T0)
     await service.begin_turn(session_id, turn)
-    return [await service.append_event(event) for event in _events(session_id, turn.id)]
+    events = _events(session_id, turn.id)
+    stored = [await service.append_event(event) for event in events[:2]]
+    assert await sync_to_async(_status)(session_id) == (1, 0, False)  # the call is open
+    stored += [await service.append_event(event) for event in events[2:4]]
+    assert await sync_to_async(_status)(session_id) == (0, 0, False)  # answered
+    stored.append(await service.append_event(events[4]))
+    return stored
 
 
 def _orm_rows(session_id: str) -> None:
@@ -139,7 +147,7 @@ async def test_an_unknown_session_is_refused_and_nothing_is_stored() -> None:
 
 @on_sqlite
 @settings(
-    max_examples=60,
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
