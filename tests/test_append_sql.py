@@ -159,3 +159,30 @@ def test_the_direct_path_keeps_the_status_the_full_recomputation_gives(
     # direct path (that test's transaction holds the write lock, so its appends never are).
     check = resume_cases.test_incremental_status_equals_full_recomputation.hypothesis.inner_test
     check(operations=operations)
+
+
+@on_sqlite
+async def test_a_state_delta_is_merged_on_the_direct_path_and_todos_go_the_regular_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    service = DjangoSessionService()
+    await service.create_session("app", "u", session_id="s", state={"a": 1, "b": 1})
+    used: list[dict[str, Any]] = []
+    regular = DjangoSessionService._append_stored
+
+    def spy(self: DjangoSessionService, event: Event, fields: dict[str, Any]) -> Event:
+        used.append(dict(fields["state_delta"]))
+        return regular(self, event, fields)
+
+    monkeypatch.setattr(DjangoSessionService, "_append_stored", spy)
+    user = Content(role=Role.USER, text="go")
+    delta = {"b": 2, "c": [1], "temp:scratch": 1}
+    stored = await service.append_event(Event(session_id="s", content=user, state_delta=delta))
+    assert stored.state_delta == delta  # temp: keys live only in the returned copy
+    todos = {"todos": [{"content": "x", "status": "pending"}]}
+    await service.append_event(Event(session_id="s", content=user, state_delta=todos))
+    assert used == [todos]
+    session = await service.get_session("s")
+    assert session is not None
+    assert {k: v for k, v in session.state.items() if k != "todos"} == {"a": 1, "b": 2, "c": [1]}
+    assert [item["content"] for item in session.state["todos"]] == ["x"]

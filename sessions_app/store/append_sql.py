@@ -14,11 +14,12 @@ them), a column the runtime event does not fill taking its model default.
 connection of its own per thread (same file, same pragmas), BEGIN IMMEDIATE that never
 waits (``busy_timeout=0``). It keeps the resume status by the same local rules as the
 regular path (`resume_delta`; a tool result's group recounted by the one
-`tool_result_counts`) and stores an event without a stored state delta that is not a
-compaction, whose turn (if it is a tool call or result) is running and whose group has no
-recorded outcome. For anything else (another writer holds the lock, the session is not
-found, a state delta, a shape the local rules do not cover, a database that is not an
-SQLite file) it stores nothing and answers None: the caller takes the regular path (a
+`tool_result_counts`) and merges a state delta into the session's state as it does. It
+stores an event that is not a compaction, whose state delta sets no todo list (the todo
+rows are another app's), whose turn (if it is a tool call or result) is running and
+whose group has no recorded outcome. For anything else (another writer holds the lock,
+the session is not found, a shape the local rules do not cover, a database that is not
+an SQLite file) it stores nothing and answers None: the caller takes the regular path (a
 worker thread, Django's busy timeout), which also gives the specific errors. A local
 write blocks the loop for about as long as the thread hop it saves would have.
 """
@@ -40,6 +41,7 @@ from django.db.models import Field
 
 from agentops.runtime.model import Event, Role
 from agentops.runtime.session import TurnStatus
+from agentops.runtime.todos import TODOS_STATE_KEY
 from sessions_app import models
 from sessions_app.projector import COMPACTION_AUTHOR, RecordedOutcome
 from sessions_app.store.columns import EVENT_INSERT_COLUMNS
@@ -84,10 +86,13 @@ class AppendStatements:
     turn_status: str
     group: str
     has_outcome: str
+    read_state: str
+    write_state: str
     count_changes: str
     returning: bool
     columns: tuple[str, ...]
     prepare: tuple[Callable[[Any], Any], ...]
+    prepare_state: Callable[[Any], Any]
     defaults: tuple[Callable[[], Any], ...]
 
     def prepare_time(self, now: datetime) -> Any:
@@ -113,6 +118,8 @@ class AppendStatements:
             turn_status=self.turn_status.replace("%s", "?"),
             group=self.group.replace("%s", "?"),
             has_outcome=self.has_outcome.replace("%s", "?"),
+            read_state=self.read_state.replace("%s", "?"),
+            write_state=self.write_state.replace("%s", "?"),
             count_changes=self.count_changes.replace("%s", "?"),
         )
 
@@ -169,6 +176,9 @@ def append_statements(alias: str = "default") -> AppendStatements:
     count_changes = (
         f"UPDATE {session} SET {issues} = {issues} + %s, {orphans} = {orphans} + %s WHERE {pk} = %s"
     )
+    state = quote("state")
+    read_state = f"SELECT {state} FROM {session} WHERE {pk} = %s"
+    write_state = f"UPDATE {session} SET {state} = %s WHERE {pk} = %s"
     return AppendStatements(
         insert=insert,
         touch=touch,
@@ -176,10 +186,13 @@ def append_statements(alias: str = "default") -> AppendStatements:
         turn_status=turn_status,
         group=group,
         has_outcome=has_outcome,
+        read_state=read_state,
+        write_state=write_state,
         count_changes=count_changes,
         returning=returning,
         columns=EVENT_INSERT_COLUMNS,
         prepare=tuple(_preparer(field, connection) for field in fields),
+        prepare_state=_preparer(session_meta.get_field("state"), connection),
         defaults=tuple(field.get_default for field in fields),
     )
 
@@ -264,10 +277,12 @@ def direct_append(
     session_id: str, event: Event, fields: dict[str, Any], now: Callable[[], datetime],
     alias: str = "default",
 ) -> tuple[int, datetime] | None:  # fmt: skip
-    """Store `event` (its stored column values `fields`, no state delta) in one committed
+    """Store `event` (its stored column values `fields`) in one committed
     transaction on this thread's own SQLite connection: (its id, its timestamp), or None
     when it must take the regular path (see the module; nothing is stored then)."""
     kind = append_kind(event)
+    if TODOS_STATE_KEY in fields["state_delta"]:
+        kind = OTHER  # the todo rows (todos_app's signals) are kept by the regular path
     target = _direct_target(alias) if kind != OTHER else None
     if target is None:
         return None
@@ -296,6 +311,16 @@ def _direct_transaction(
     regular path."""
     if kind != PLAIN and not turn_is_running(cursor, statements, session_id, event.turn_id):
         return None  # the projection changes too: the full recomputation's path
+    delta = fields["state_delta"]
+    if delta:  # read-modify-write of the state under the write lock (BEGIN IMMEDIATE)
+        cursor.execute(statements.read_state, (session_id,))
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        state = json.loads(row[0]) if isinstance(row[0], str) else row[0]
+        cursor.execute(
+            statements.write_state, (statements.prepare_state({**state, **delta}), session_id)
+        )
     stamp = now()  # under the write lock: timestamps grow with ids
     opens = kind == OPENS_GROUP
     row_id = run_append(cursor, statements, session_id, stamp, fields, opens_group=opens)

@@ -179,12 +179,11 @@ class DjangoSessionService:
         if event.partial:
             raise errors.InvalidEventError(event.session_id, "partial events are never stored")
         fields, stored = _fields_to_store(event)
-        if not fields["state_delta"]:
-            # Most events, on an SQLite file: stored from this thread (`append_sql`).
-            done = direct_append(event.session_id, stored, fields, timezone.now)
-            if done is not None:
-                row_id, at = done
-                return stored.model_copy(update={"id": row_id, "created_at": at, "updated_at": at})
+        # Most events, on an SQLite file: stored from this thread (`append_sql`).
+        done = direct_append(event.session_id, stored, fields, timezone.now)
+        if done is not None:
+            row_id, at = done
+            return stored.model_copy(update={"id": row_id, "created_at": at, "updated_at": at})
         return await sync_to_async(self._append_stored)(stored, fields)
 
     def _append_event(self, event: Event) -> Event:
