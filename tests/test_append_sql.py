@@ -19,8 +19,8 @@ from agentops.runtime.model import Content, Event, Role, ToolCall, ToolResponse
 from agentops.runtime.session import Turn
 from sessions_app import models
 from sessions_app.store import DjangoSessionService, refresh_resume_status
+from sessions_app.store.append_sql import stored_fields
 from sessions_app.store.columns import EVENT_COLUMNS
-from sessions_app.store.service import stored_fields
 from tests import test_resume_status as resume_cases
 
 T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)

@@ -35,25 +35,30 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
+from django.conf import settings
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field
 
 from agentops.runtime.model import Event, Role
-from agentops.runtime.session import TurnStatus
+from agentops.runtime.session import TurnStatus, persisted_state
 from agentops.runtime.todos import TODOS_STATE_KEY
 from sessions_app import models
+from sessions_app.ingest.redaction import redact_event_fields
 from sessions_app.projector import COMPACTION_AUTHOR, RecordedOutcome
 from sessions_app.store.columns import EVENT_INSERT_COLUMNS
 from sessions_app.store.resume_delta import GROUP_COLUMNS, tool_result_counts
+from sessions_app.store.rows import event_from_values, row_fields_from_event
 
 __all__ = [
     "AppendStatements",
     "append_kind",
     "append_statements",
     "direct_append",
+    "fields_to_store",
     "run_append",
     "run_insert",
+    "stored_fields",
 ]
 
 #: What an append does to the resume status (`resume_delta.status_after_append`).
@@ -73,6 +78,26 @@ def append_kind(event: Event) -> str:
     if role is Role.ASSISTANT and event.content.tool_calls:
         return OPENS_GROUP if event.turn_id else OTHER
     return PLAIN
+
+
+def stored_fields(event: Event) -> tuple[dict[str, Any], Event]:
+    """The column values `event` is stored with (`row_fields_from_event`), redacted when
+    AGENTOPS_REDACT_RUNTIME_EVENTS is on, and the runtime event as stored: the copy the
+    runtime keeps (and shows live) is the one a later read gives."""
+    fields = row_fields_from_event(event)
+    if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
+        redacted = redact_event_fields(fields)
+        if redacted is not fields:
+            values = {**redacted, "id": 0, "session_id": event.session_id}
+            return redacted, event_from_values({**values, "created_at": None, "updated_at": None})
+    return fields, event
+
+
+def fields_to_store(event: Event) -> tuple[dict[str, Any], Event]:
+    """`stored_fields`, the state delta without ``temp:`` keys (they live only in the
+    returned copy, docs/runtime.md §2)."""
+    fields, stored = stored_fields(event)
+    return {**fields, "state_delta": dict(persisted_state(fields["state_delta"]))}, stored
 
 
 @dataclass(frozen=True)

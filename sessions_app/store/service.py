@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -35,11 +35,12 @@ from agentops.runtime.session import (
 )
 from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
-from sessions_app.ingest.redaction import redact_event_fields, redact_text, redact_value
+from sessions_app.ingest.redaction import redact_text, redact_value
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
 from sessions_app.store.append_sql import (
     append_statements,
     direct_append,
+    fields_to_store,
     run_append,
     run_insert,
 )
@@ -47,8 +48,6 @@ from sessions_app.store.owner import owner_fields
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
 from sessions_app.store.rows import (
-    event_from_values,
-    row_fields_from_event,
     session_from_row,
     turn_from_row,
 )
@@ -57,26 +56,6 @@ from sessions_app.store.run_lock import run_lock
 __all__ = ["DjangoSessionService"]
 
 _T = TypeVar("_T")
-
-
-def stored_fields(event: Event) -> tuple[dict[str, Any], Event]:
-    """The column values `event` is stored with (`row_fields_from_event`), redacted when
-    AGENTOPS_REDACT_RUNTIME_EVENTS is on, and the runtime event as stored: the copy the
-    runtime keeps (and shows live) is the one a later read gives."""
-    fields = row_fields_from_event(event)
-    if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
-        redacted = redact_event_fields(fields)
-        if redacted is not fields:
-            values = {**redacted, "id": 0, "session_id": event.session_id}
-            return redacted, event_from_values({**values, "created_at": None, "updated_at": None})
-    return fields, event
-
-
-def _fields_to_store(event: Event) -> tuple[dict[str, Any], Event]:
-    """`stored_fields`, the state delta without ``temp:`` keys (they live only in the
-    returned copy, docs/runtime.md §2)."""
-    fields, stored = stored_fields(event)
-    return {**fields, "state_delta": dict(persisted_state(fields["state_delta"]))}, stored
 
 
 class DjangoSessionService:
@@ -178,7 +157,7 @@ class DjangoSessionService:
         transaction); a non-list value raises `TodoShapeError` and nothing is stored."""
         if event.partial:
             raise errors.InvalidEventError(event.session_id, "partial events are never stored")
-        fields, stored = _fields_to_store(event)
+        fields, stored = fields_to_store(event)
         # Most events, on an SQLite file: stored from this thread (`append_sql`).
         done = direct_append(event.session_id, stored, fields, timezone.now)
         if done is not None:
@@ -187,7 +166,7 @@ class DjangoSessionService:
         return await sync_to_async(self._append_stored)(stored, fields)
 
     def _append_event(self, event: Event) -> Event:
-        return self._append_stored(*reversed(_fields_to_store(event)))
+        return self._append_stored(*reversed(fields_to_store(event)))
 
     def _append_stored(self, event: Event, fields: dict[str, Any]) -> Event:
         delta = dict(fields["state_delta"])
@@ -232,12 +211,36 @@ class DjangoSessionService:
             self._note_append(event, row_id)
         return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
 
-    @staticmethod
-    def _note_append(event: Event, row_id: int) -> None:
+    #: Sessions whose resume status a batch recomputes in full once, at its end
+    #: (`one_refresh_per_batch`); None outside a batch.
+    _deferred: set[str] | None = None
+
+    @contextmanager
+    def one_refresh_per_batch(self) -> Iterator[None]:
+        """For writers of many events in one transaction (the API's batches): inside, an
+        append whose resume status needs the full recomputation marks its session and
+        later appends to it skip the local rules; the recomputation runs once on exit,
+        still inside the caller's transaction (a batch of N such events costs one
+        recomputation, not N)."""
+        self._deferred = set()
+        try:
+            yield
+            for session_id in sorted(self._deferred):
+                refresh_resume_status(session_id)
+        finally:
+            self._deferred = None
+
+    def _note_append(self, event: Event, row_id: int) -> None:
         """Keep the resume status current after an append (`resume_delta`); the session
         row is already locked by this transaction."""
+        deferred = self._deferred
+        if deferred is not None and event.session_id in deferred:
+            return  # recomputed in full at the end of the batch
         change = status_after_append(event.session_id, event, row_id)
         if change is None:
+            if deferred is not None:
+                deferred.add(event.session_id)
+                return
             refresh_resume_status(event.session_id)
         elif change:
             models.Session.objects.filter(pk=event.session_id).update(**change)

@@ -44,3 +44,30 @@ def test_mixed_batch_keeps_order_status_and_retry(writer: ApiClient) -> None:
     assert refresh_resume_status("s-b") == kept
     assert writer.post("/sessions/s-b/events", batch).json() == answer
     assert Event.objects.filter(session_id="s-b").count() == 7
+
+
+def test_a_batch_needing_the_full_recomputation_makes_it_once(
+    writer: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Tool results outside any turn: the local rules cannot place them, the status is
+    # recomputed in full; once for the batch, not once per event (quadratic before).
+    from sessions_app.store import service
+
+    calls: list[str] = []
+    full = service.refresh_resume_status
+
+    def counted(session_id: str) -> tuple[int, bool]:
+        calls.append(session_id)
+        return full(session_id)
+
+    monkeypatch.setattr(service, "refresh_resume_status", counted)
+    assert writer.post("/sessions", {"app_name": "ops", "session_id": "s-o"}).status_code == 201
+    orphans = [
+        {"client_key": f"k{i}", "content": {"role": "tool", "tool_call_id": f"c{i}", "text": "x"}}
+        for i in range(30)
+    ]
+    assert writer.post("/sessions/s-o/events", {"events": orphans}).status_code == 200
+    assert calls == ["s-o"]
+    kept = Session.objects.values_list("protocol_issue_count", "cannot_resume").get(pk="s-o")
+    assert full("s-o") == kept
+    assert Session.objects.get(pk="s-o").orphan_result_count == 30

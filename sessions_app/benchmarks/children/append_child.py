@@ -109,8 +109,7 @@ def serve_raw(events: list[Any]) -> None:
     from django.db import connection
     from django.utils import timezone
 
-    from sessions_app.store.append_sql import append_statements
-    from sessions_app.store.service import stored_fields
+    from sessions_app.store.append_sql import append_statements, stored_fields
 
     statements = append_statements()
     now = timezone.now()
