@@ -51,16 +51,14 @@ def test_a_batch_needing_the_full_recomputation_makes_it_once(
 ) -> None:
     # Tool results outside any turn: the local rules cannot place them, the status is
     # recomputed in full; once for the batch, not once per event (quadratic before).
-    from sessions_app.store import service
-
     calls: list[str] = []
-    full = service.refresh_resume_status
+    full = refresh_resume_status
 
     def counted(session_id: str) -> tuple[int, bool]:
         calls.append(session_id)
         return full(session_id)
 
-    monkeypatch.setattr(service, "refresh_resume_status", counted)
+    monkeypatch.setattr("sessions_app.store.service.refresh_resume_status", counted)
     assert writer.post("/sessions", {"app_name": "ops", "session_id": "s-o"}).status_code == 201
     orphans = [
         {"client_key": f"k{i}", "content": {"role": "tool", "tool_call_id": f"c{i}", "text": "x"}}
