@@ -52,12 +52,13 @@ from sessions_app.store.rows import event_from_values, row_fields_from_event
 
 __all__ = [
     "AppendStatements",
+    "append_in_transaction",
     "append_kind",
     "append_statements",
     "direct_append",
     "fields_to_store",
-    "run_append",
     "run_insert",
+    "sql_kind",
     "stored_fields",
 ]
 
@@ -222,25 +223,6 @@ def append_statements(alias: str = "default") -> AppendStatements:
     )
 
 
-def run_append(
-    cursor: Any,
-    statements: AppendStatements,
-    session_id: str,
-    now: datetime,
-    fields: dict[str, Any],
-    *,
-    opens_group: bool = False,
-) -> int | None:
-    """Run an append's UPDATE and INSERT on `cursor` (a DB-API cursor inside a transaction
-    the caller holds); the new event's id, or None when the session does not exist
-    (nothing inserted). `opens_group`: count one protocol issue more in the same UPDATE."""
-    touch = statements.touch_opening if opens_group else statements.touch
-    cursor.execute(touch, (statements.prepare_time(now), session_id))
-    if cursor.rowcount != 1:
-        return None
-    return run_insert(cursor, statements, session_id, now, fields)
-
-
 def run_insert(
     cursor: Any, statements: AppendStatements, session_id: str, now: datetime,
     fields: dict[str, Any],
@@ -305,9 +287,7 @@ def direct_append(
     """Store `event` (its stored column values `fields`) in one committed
     transaction on this thread's own SQLite connection: (its id, its timestamp), or None
     when it must take the regular path (see the module; nothing is stored then)."""
-    kind = append_kind(event)
-    if TODOS_STATE_KEY in fields["state_delta"]:
-        kind = OTHER  # the todo rows (todos_app's signals) are kept by the regular path
+    kind = sql_kind(event, fields)
     target = _direct_target(alias) if kind != OTHER else None
     if target is None:
         return None
@@ -319,7 +299,7 @@ def direct_append(
     except sqlite3.OperationalError:  # another writer holds the lock: let the caller wait
         return None
     try:
-        stored = _direct_transaction(cursor, statements, session_id, event, fields, now, kind)
+        stored = append_in_transaction(cursor, statements, session_id, event, fields, now, kind)
         cursor.execute("COMMIT" if stored is not None else "ROLLBACK")
     except BaseException:
         if conn.in_transaction:
@@ -328,36 +308,44 @@ def direct_append(
     return stored
 
 
-def _direct_transaction(
-    cursor: sqlite3.Cursor, statements: AppendStatements, session_id: str, event: Event,
+def sql_kind(event: Event, fields: dict[str, Any]) -> str:
+    """`append_kind`, and `OTHER` for a state delta that sets the todo list (its rows
+    are kept by todos_app's signals: the ORM path)."""
+    return OTHER if TODOS_STATE_KEY in fields["state_delta"] else append_kind(event)
+
+
+def append_in_transaction(
+    cursor: Any, statements: AppendStatements, session_id: str, event: Event,
     fields: dict[str, Any], now: Callable[[], datetime], kind: str,
 ) -> tuple[int, datetime] | None:  # fmt: skip
-    """The direct append's statements inside its transaction; None: roll back and take the
-    regular path."""
+    """An append's statements on `cursor`, inside a transaction the caller holds (and
+    commits): (the event's id, its timestamp), or None when the caller must roll back
+    and take the ORM path (a shape the local rules do not cover, an unknown session).
+    `kind`: `sql_kind` of the event, never `OTHER`."""
     if kind != PLAIN and not turn_is_running(cursor, statements, session_id, event.turn_id):
         return None  # the projection changes too: the full recomputation's path
-    delta = fields["state_delta"]
-    if delta:  # read-modify-write of the state under the write lock (BEGIN IMMEDIATE)
-        cursor.execute(statements.read_state, (session_id,))
-        row = cursor.fetchone()
-        if row is None:
-            return None
-        state = json.loads(row[0]) if isinstance(row[0], str) else row[0]
-        cursor.execute(
-            statements.write_state, (statements.prepare_state({**state, **delta}), session_id)
-        )
-    stamp = now()  # under the write lock: timestamps grow with ids
-    opens = kind == OPENS_GROUP
-    row_id = run_append(cursor, statements, session_id, stamp, fields, opens_group=opens)
-    if row_id is None:
+    stamp = now()  # under the write lock on SQLite: timestamps grow with ids
+    touch = statements.touch_opening if kind == OPENS_GROUP else statements.touch
+    # The UPDATE checks the session exists and locks its row (PostgreSQL) first: the
+    # state below is read under that lock, and event ids grow in commit order.
+    cursor.execute(touch, (statements.prepare_time(stamp), session_id))
+    if cursor.rowcount != 1:
         return None
+    delta = fields["state_delta"]
+    if delta:  # read-modify-write of the state under the lock
+        cursor.execute(statements.read_state, (session_id,))
+        (state,) = cursor.fetchone()
+        state = json.loads(state) if isinstance(state, str) else state
+        merged = statements.prepare_state({**state, **delta})
+        cursor.execute(statements.write_state, (merged, session_id))
+    row_id = run_insert(cursor, statements, session_id, stamp, fields)
     if kind == TOOL_RESULT:
         cursor.execute(statements.group, (session_id, row_id, session_id, row_id))
         rows = [_decoded(row) for row in cursor.fetchall()]
 
         def outcomes_of(first_id: int) -> dict[tuple[int, str], RecordedOutcome] | None:
             cursor.execute(statements.has_outcome, (first_id,))
-            return None if cursor.fetchone() else {}  # recorded outcomes: the regular path
+            return None if cursor.fetchone() else {}  # recorded outcomes: the ORM path
 
         counts = tool_result_counts(session_id, event.turn_id, row_id, rows, outcomes_of)
         if counts is None:

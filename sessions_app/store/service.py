@@ -38,11 +38,13 @@ from sessions_app import models
 from sessions_app.ingest.redaction import redact_text, redact_value
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
 from sessions_app.store.append_sql import (
+    OTHER,
+    append_in_transaction,
     append_statements,
     direct_append,
     fields_to_store,
-    run_append,
     run_insert,
+    sql_kind,
 )
 from sessions_app.store.owner import owner_fields
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
@@ -56,6 +58,10 @@ from sessions_app.store.run_lock import run_lock
 __all__ = ["DjangoSessionService"]
 
 _T = TypeVar("_T")
+
+
+class _TakeOrmPath(Exception):
+    """The SQL append rolled back: the ORM path stores the event."""
 
 
 class DjangoSessionService:
@@ -169,23 +175,26 @@ class DjangoSessionService:
         return self._append_stored(*reversed(fields_to_store(event)))
 
     def _append_stored(self, event: Event, fields: dict[str, Any]) -> Event:
+        kind = sql_kind(event, fields)
+        if kind != OTHER:  # the append's statements in SQL built once (`append_sql`)
+            try:
+                with transaction.atomic(), connection.cursor() as cursor:
+                    done = append_in_transaction(
+                        cursor, append_statements(), event.session_id, event, fields,
+                        timezone.now, kind,
+                    )  # fmt: skip
+                    if done is None:
+                        raise _TakeOrmPath  # rolls the SQL back
+                row_id, at = done
+                return event.model_copy(update={"id": row_id, "created_at": at, "updated_at": at})
+            except _TakeOrmPath:
+                pass
         delta = dict(fields["state_delta"])
         with transaction.atomic():
-            # Inside the transaction: on SQLite BEGIN IMMEDIATE already holds the write
-            # lock, so timestamps grow with ids.
+            # What the SQL path leaves (todos, compactions, calls and results outside a
+            # running turn or with recorded outcomes). Under the write lock (BEGIN
+            # IMMEDIATE; FOR UPDATE on PostgreSQL): timestamps grow with ids.
             now = timezone.now()
-            if not delta:
-                # Nothing to merge (most events): one UPDATE both checks that the session
-                # exists and locks its row (PostgreSQL) before the INSERT, so a session's
-                # event ids still grow in commit order; two statements, in SQL built once.
-                with connection.cursor() as cursor:
-                    row_id = run_append(cursor, append_statements(), event.session_id, now, fields)
-                if row_id is None:
-                    raise errors.SessionNotFoundError(event.session_id)
-                self._note_append(event, row_id)
-                return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
-            # A delta: read-modify-write of the state under the row lock (SELECT ... FOR
-            # UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already holds the write lock).
             state = (
                 models.Session.objects.select_for_update()
                 .filter(pk=event.session_id)
@@ -211,17 +220,14 @@ class DjangoSessionService:
             self._note_append(event, row_id)
         return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
 
-    #: Sessions whose resume status a batch recomputes in full once, at its end
-    #: (`one_refresh_per_batch`); None outside a batch.
+    #: Sessions a batch recomputes in full at its end; None outside a batch.
     _deferred: set[str] | None = None
 
     @contextmanager
     def one_refresh_per_batch(self) -> Iterator[None]:
-        """For writers of many events in one transaction (the API's batches): inside, an
-        append whose resume status needs the full recomputation marks its session and
-        later appends to it skip the local rules; the recomputation runs once on exit,
-        still inside the caller's transaction (a batch of N such events costs one
-        recomputation, not N)."""
+        """For writers of many events in one transaction (the API's batches): an append
+        needing the full resume recomputation marks its session (later ones skip the
+        local rules); it runs once on exit, in the caller's transaction (not N times)."""
         self._deferred = set()
         try:
             yield
