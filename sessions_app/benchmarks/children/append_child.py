@@ -4,7 +4,8 @@ Usage: ``python -m sessions_app.benchmarks.children.append_child SUBJECT EVENTS_
 ``DATABASE_URL`` set to a scratch database (SQLite file or PostgreSQL). EVENTS_JSON: a file
 holding a JSON list of runtime `Event` dumps (as `append_bench.write_events` writes them).
 It migrates, creates one session whose turns (every turn id of the events) are running, as
-the Runner's are while it appends, prints ``{"ready": true}`` and then answers commands
+the Runner's are while it appends (the store subjects begin them through the store, as the
+Runner does; untimed), prints ``{"ready": true}`` and then answers commands
 on stdin, one a line (`commands`), so the parent interleaves subjects in one run:
 
 - a number N: append the next N events (cycling through the list), one committed
@@ -47,8 +48,9 @@ def commands(run: Callable[[int], float], stored: Callable[[], int]) -> None:
     print(json.dumps({"stored": stored()}), flush=True)
 
 
-def _setup(rows: list[dict[str, Any]]) -> list[Any]:
-    """Migrate; create the session and its running turns; the runtime events."""
+def _setup(rows: list[dict[str, Any]], turns: bool) -> list[Any]:
+    """Migrate; create the session (and its running turns when `turns`: the raw
+    subject's; the store subjects begin theirs through the store); the runtime events."""
     from django.core.management import call_command
 
     from agentops.runtime.model import Event
@@ -59,12 +61,17 @@ def _setup(rows: list[dict[str, Any]]) -> list[Any]:
     now = datetime.now(UTC)
     models.Session.objects.create(id=SESSION_ID, app_name="bench", user_id="u",
                                   created_at=now, updated_at=now)  # fmt: skip
-    turn_ids = sorted({row["turn_id"] for row in rows if row["turn_id"]})
-    models.Turn.objects.bulk_create(
-        models.Turn(id=turn_id, session_id=SESSION_ID, status=TurnStatus.RUNNING, started_at=now)
-        for turn_id in turn_ids
-    )
+    if turns:
+        models.Turn.objects.bulk_create(
+            models.Turn(id=turn_id, session_id=SESSION_ID, status=TurnStatus.RUNNING,
+                        started_at=now)
+            for turn_id in _turn_ids(rows)
+        )  # fmt: skip
     return [Event.model_validate({**row, "session_id": SESSION_ID}) for row in rows]
+
+
+def _turn_ids(rows: list[dict[str, Any]]) -> list[str]:
+    return sorted({row["turn_id"] for row in rows if row["turn_id"]})
 
 
 def _cycle(items: list[Any]) -> Iterator[Any]:
@@ -79,12 +86,22 @@ def _stored() -> int:
 
 
 def serve_store(events: list[Any], live: bool) -> None:
-    """Our store (see the module), on one event loop kept across commands."""
+    """Our store (see the module), on one event loop kept across commands; the turns
+    are begun through it (untimed), as the Runner begins them."""
+    from agentops.runtime.session import Turn
     from sessions_app.live import LiveSessionService
     from sessions_app.store import DjangoSessionService
 
     service = LiveSessionService() if live else DjangoSessionService()
     loop = asyncio.new_event_loop()
+
+    async def begin() -> None:
+        now = datetime.now(UTC)
+        for turn_id in sorted({event.turn_id for event in events if event.turn_id}):
+            turn = Turn(id=turn_id, session_id=SESSION_ID, started_at=now)
+            await service.begin_turn(SESSION_ID, turn)
+
+    loop.run_until_complete(begin())
     upcoming = _cycle(events)
 
     async def append(count: int) -> float:
@@ -156,7 +173,7 @@ def main() -> None:
     """Set Django up and serve SUBJECT; argv: ``[SUBJECT, EVENTS_JSON]``."""
     subject, source = sys.argv[1:]
     django.setup()
-    events = _setup(json.loads(Path(source).read_text(encoding="utf-8")))
+    events = _setup(json.loads(Path(source).read_text(encoding="utf-8")), subject == "raw")
     if subject == "raw":
         serve_raw(events)
     else:
