@@ -35,15 +35,22 @@ def test_bench_projection_rejects_malformed_sizes() -> None:
 
 
 @pytest.mark.django_db
-def test_bench_append_json_without_peer_prints_sqlite_rate(
+def test_bench_append_json_without_peer_prints_the_sqlite_ratio(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DATABASE_URL", raising=False)  # SQLite only here
-    call_command("bench", "append", "--json", "--events", "200", "-o", "peer=0", "-o", "warmup=5")
+    call_command(
+        "bench", "append", "--json", "--events", "50", "-o", "peer=0", "-o", "rounds=2",
+        "-o", "chunk=30",
+    )  # fmt: skip
     figures = json.loads(capsys.readouterr().out)
     assert figures["benchmark"] == "append"
-    assert figures["events"] == 200
-    assert figures["sqlite_events_per_s"] > 0 and figures["sqlite_us_per_append"] > 0
-    assert "peer_sqlite_events_per_s" not in figures and "postgres_events_per_s" not in figures
-    # It ran against its own temporary database, not this one.
+    assert figures["events"] == 50
+    for subject in ("sqlite_raw", "sqlite", "sqlite_live"):
+        assert figures[f"{subject}_stored"] == 3 * 30  # a warm-up round and two timed ones
+        assert figures[f"{subject}_events_per_s"] > 0
+    ratio = figures["sqlite_vs_raw_per_tx"]
+    assert figures["sqlite_vs_raw_per_tx_min"] <= ratio <= figures["sqlite_vs_raw_per_tx_max"]
+    assert "sqlite_vs_adk_same_pragmas" not in figures and "postgres_vs_raw_per_tx" not in figures
+    # It ran against its own temporary databases, not this one.
     assert not Session.objects.filter(id="bench-append").exists()

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -33,7 +34,7 @@ from sessions_app.ingest.redaction import redact_value
 from sessions_app.ingest.writer import insert_rows
 from sessions_app.live import LiveSessionService
 from sessions_app.store import turn_from_row
-from sessions_app.store.service import stored_fields
+from sessions_app.store.append_sql import stored_fields
 
 __all__ = ["ApiSessionService", "BatchItem", "redact_event"]
 
@@ -126,7 +127,12 @@ class ApiSessionService(LiveSessionService):
                 raise errors.InvalidEventError(
                     session_id, f"event belongs to session {item.event.session_id!r}"
                 )
-        events = [BatchItem(item.client_key, redact_event(item.event)) for item in items]
+        # Redacted once: by the store itself when it redacts runtime events, else here.
+        redacted = settings.AGENTOPS_REDACT_RUNTIME_EVENTS
+        events = [
+            item if redacted else BatchItem(item.client_key, redact_event(item.event))
+            for item in items
+        ]
         try:
             ids, new = await sync_to_async(self._store_batch)(session_id, events)
         except IntegrityError:  # a concurrent retry stored the same keys first
@@ -138,7 +144,7 @@ class ApiSessionService(LiveSessionService):
     def _store_batch(
         self, session_id: str, items: Sequence[BatchItem]
     ) -> tuple[list[tuple[int, datetime]], list[Event]]:
-        with transaction.atomic(), self.deferred_resume_status(session_id):
+        with transaction.atomic(), self.one_refresh_per_batch():
             if not models.Session.objects.filter(pk=session_id).exists():
                 raise errors.SessionNotFoundError(session_id)
             keys = [item.client_key for item in items if item.client_key]
@@ -160,15 +166,14 @@ class ApiSessionService(LiveSessionService):
                 plain = []
                 stored[index] = self._append_event(item.event)
             _insert_plain(session_id, plain, stored)
-            EventClientKey.objects.bulk_create(
-                [
-                    EventClientKey(
-                        session_id=session_id, client_key=items[i].client_key, event_id=e.id
-                    )
-                    for i, e in stored.items()
-                    if items[i].client_key
-                ]
-            )
+            # The writer's executemany path, as for the events (bulk_create compiled SQL
+            # per batch and built a model instance per key).
+            insert_rows(
+                EventClientKey,
+                ("session_id", "client_key", "event_id"),
+                [(session_id, items[i].client_key, e.id) for i, e in stored.items()
+                 if items[i].client_key],
+            )  # fmt: skip
             ids: list[tuple[int, datetime]] = []
             for index, item in enumerate(items):
                 event = stored.get(index)

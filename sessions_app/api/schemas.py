@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentops.runtime.model import Content, Event, FinishReason, ToolCall, Usage
 from agentops.runtime.session import Turn, TurnReason, TurnStatus
@@ -62,7 +62,7 @@ class SessionIn(Schema):
     state: dict[str, Any] = Field(default_factory=dict)
 
 
-class EventIn(Schema):
+class EventIn(BaseModel):
     """One complete event to store. `client_key`: unique per session; a retried batch
     whose keys were stored answers the stored ids instead of storing them again."""
 
@@ -75,8 +75,11 @@ class EventIn(Schema):
     state_delta: dict[str, Any] = Field(default_factory=dict)
 
 
-class AppendIn(Schema):
-    """A batch of events, stored in order in one transaction (all or none)."""
+class AppendIn(BaseModel):
+    """A batch of events, stored in order in one transaction (all or none).
+
+    Plain pydantic models (not ninja's `Schema`, whose per-object validator wraps each
+    input for ORM attribute access: the most of a large batch's validation time)."""
 
     events: list[EventIn] = Field(min_length=1, max_length=1000)
 

@@ -32,6 +32,7 @@ locked):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db.models import F, Subquery
@@ -42,14 +43,23 @@ from agentops.runtime.session import TurnStatus
 from sessions_app import models
 from sessions_app.projector import (
     COMPACTION_AUTHOR,
+    RecordedOutcome,
     apply_tool_outcomes,
     load_outcomes,
 )
 from sessions_app.store.resume import protocol_events
 
-__all__ = ["status_after_append", "status_after_finish"]
+__all__ = [
+    "GROUP_COLUMNS",
+    "status_after_append",
+    "status_after_finish",
+    "tool_result_counts",
+]
 
-_COLUMNS = ("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id", "author")
+#: The columns the local rules read of each event of a tool-call group.
+GROUP_COLUMNS = _COLUMNS = (
+    "id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id", "author",
+)  # fmt: skip
 _TOOL = Role.TOOL.value
 
 
@@ -76,24 +86,47 @@ def status_after_append(session_id: str, event: Event, event_id: int) -> dict[st
         .order_by("id")
         .values_list(*_COLUMNS)
     )
+    counts = tool_result_counts(
+        session_id, event.turn_id, event_id, rows,
+        lambda first_id: load_outcomes(session_id, event_ids=[first_id]),
+    )  # fmt: skip
+    if counts is None:
+        return None
+    return {name: F(name) + change for name, change in counts.items()}
+
+
+def tool_result_counts(
+    session_id: str,
+    turn_id: str,
+    event_id: int,
+    rows: Sequence[tuple[Any, ...]],
+    outcomes_of: Callable[[int], dict[tuple[int, str], RecordedOutcome] | None],
+) -> dict[str, int] | None:
+    """How a tool result `event_id` of running turn `turn_id` changes the session's issue
+    counts (``{column: change}``, changes only), from `rows` (`_COLUMNS` of the active
+    events from the last non-tool event through `event_id`, in id order) and the outcomes
+    recorded on the group's assistant event (`outcomes_of(its id)`; None: unknown). None
+    when the local rule does not cover the shape (recompute in full)."""
     if len(rows) < 2 or rows[-1][0] != event_id:
         return None  # no group before it: maybe an orphan result, recompute in full
-    first_id, turn_id, first_role, calls = rows[0][0], rows[0][1], rows[0][2], rows[0][3]
-    if first_role != Role.ASSISTANT.value or not calls or turn_id != event.turn_id:
+    first_id, first_turn, first_role, calls = rows[0][0], rows[0][1], rows[0][2], rows[0][3]
+    if first_role != Role.ASSISTANT.value or not calls or first_turn != turn_id:
         return None  # nothing it could answer here (or a state change in between)
+    outcomes = outcomes_of(first_id)
+    if outcomes is None:
+        return None
     events = protocol_events(session_id, rows)
-    outcomes = load_outcomes(session_id, event_ids=[first_id])
     before, after = (
         apply_tool_outcomes(events[:-1], outcomes),
         apply_tool_outcomes(events, outcomes),
     )
-    changes: dict[str, Any] = {}
+    changes: dict[str, int] = {}
     issues = len(inspect_tool_protocol(after)) - len(inspect_tool_protocol(before))
     if issues:
-        changes["protocol_issue_count"] = F("protocol_issue_count") + issues
+        changes["protocol_issue_count"] = issues
     orphans = len(inspect_orphan_results(after)) - len(inspect_orphan_results(before))
     if orphans:
-        changes["orphan_result_count"] = F("orphan_result_count") + orphans
+        changes["orphan_result_count"] = orphans
     return changes
 
 

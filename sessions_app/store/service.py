@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agentops.runtime import errors
@@ -35,14 +35,21 @@ from agentops.runtime.session import (
 )
 from agentops.runtime.todos import TODOS_STATE_KEY, coerce_todos, dump_todos
 from sessions_app import models
-from sessions_app.ingest.redaction import redact_event_fields, redact_text, redact_value
+from sessions_app.ingest.redaction import redact_text, redact_value
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
+from sessions_app.store.append_sql import (
+    OTHER,
+    append_in_transaction,
+    append_statements,
+    direct_append,
+    fields_to_store,
+    run_insert,
+    sql_kind,
+)
 from sessions_app.store.owner import owner_fields
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
 from sessions_app.store.rows import (
-    event_from_values,
-    row_fields_from_event,
     session_from_row,
     turn_from_row,
 )
@@ -53,17 +60,8 @@ __all__ = ["DjangoSessionService"]
 _T = TypeVar("_T")
 
 
-def stored_fields(event: Event) -> tuple[dict[str, Any], Event]:
-    """The column values `event` is stored with (`row_fields_from_event`), redacted when
-    AGENTOPS_REDACT_RUNTIME_EVENTS is on, and the runtime event as stored: the copy the
-    runtime keeps (and shows live) is the one a later read gives."""
-    fields = row_fields_from_event(event)
-    if settings.AGENTOPS_REDACT_RUNTIME_EVENTS:
-        redacted = redact_event_fields(fields)
-        if redacted is not fields:
-            values = {**redacted, "id": 0, "session_id": event.session_id}
-            return redacted, event_from_values({**values, "created_at": None, "updated_at": None})
-    return fields, event
+class _TakeOrmPath(Exception):
+    """The SQL append rolled back: the ORM path stores the event."""
 
 
 class DjangoSessionService:
@@ -72,11 +70,6 @@ class DjangoSessionService:
     All methods are coroutines; errors are the runtime's named exceptions
     (`SessionNotFoundError`, `TurnNotFoundError`, `TurnStateConflictError`, ...).
     """
-
-    #: While a batch of appends runs in one transaction (`deferred_resume_status`): None
-    #: outside one, else whether an append needed the full recomputation, done once at
-    #: the batch's end instead of after each event.
-    _resume_deferred: bool | None = None
 
     # -- sessions and events -------------------------------------------------------------
 
@@ -170,29 +163,38 @@ class DjangoSessionService:
         transaction); a non-list value raises `TodoShapeError` and nothing is stored."""
         if event.partial:
             raise errors.InvalidEventError(event.session_id, "partial events are never stored")
-        return await sync_to_async(self._append_event)(event)
+        fields, stored = fields_to_store(event)
+        # Most events, on an SQLite file: stored from this thread (`append_sql`).
+        done = direct_append(event.session_id, stored, fields, timezone.now)
+        if done is not None:
+            row_id, at = done
+            return stored.model_copy(update={"id": row_id, "created_at": at, "updated_at": at})
+        return await sync_to_async(self._append_stored)(stored, fields)
 
     def _append_event(self, event: Event) -> Event:
-        fields, event = stored_fields(event)
-        # temp: keys live only in the returned copy (docs/runtime.md §2).
-        delta = persisted_state(fields["state_delta"])
-        fields = {**fields, "state_delta": dict(delta)}
+        return self._append_stored(*reversed(fields_to_store(event)))
+
+    def _append_stored(self, event: Event, fields: dict[str, Any]) -> Event:
+        kind = sql_kind(event, fields)
+        if kind != OTHER:  # the append's statements in SQL built once (`append_sql`)
+            try:
+                with transaction.atomic(), connection.cursor() as cursor:
+                    done = append_in_transaction(
+                        cursor, append_statements(), event.session_id, event, fields,
+                        timezone.now, kind,
+                    )  # fmt: skip
+                    if done is None:
+                        raise _TakeOrmPath  # rolls the SQL back
+                row_id, at = done
+                return event.model_copy(update={"id": row_id, "created_at": at, "updated_at": at})
+            except _TakeOrmPath:
+                pass
+        delta = dict(fields["state_delta"])
         with transaction.atomic():
-            # Inside the transaction: on SQLite BEGIN IMMEDIATE already holds the write
-            # lock, so timestamps grow with ids.
+            # What the SQL path leaves (todos, compactions, calls and results outside a
+            # running turn or with recorded outcomes). Under the write lock (BEGIN
+            # IMMEDIATE; FOR UPDATE on PostgreSQL): timestamps grow with ids.
             now = timezone.now()
-            if not delta:
-                # Nothing to merge (most events): one UPDATE both checks that the session
-                # exists and locks its row (PostgreSQL) before the INSERT, so a session's
-                # event ids still grow in commit order; two statements instead of three.
-                touched = models.Session.objects.filter(pk=event.session_id).update(updated_at=now)
-                if not touched:
-                    raise errors.SessionNotFoundError(event.session_id)
-                row_id = self._insert_event(event.session_id, now, fields)
-                self._note_append(event, row_id)
-                return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
-            # A delta: read-modify-write of the state under the row lock (SELECT ... FOR
-            # UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already holds the write lock).
             state = (
                 models.Session.objects.select_for_update()
                 .filter(pk=event.session_id)
@@ -218,37 +220,41 @@ class DjangoSessionService:
             self._note_append(event, row_id)
         return event.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
 
+    #: Sessions a batch recomputes in full at its end; None outside a batch.
+    _deferred: set[str] | None = None
+
+    @contextmanager
+    def one_refresh_per_batch(self) -> Iterator[None]:
+        """For writers of many events in one transaction (the API's batches): an append
+        needing the full resume recomputation marks its session (later ones skip the
+        local rules); it runs once on exit, in the caller's transaction (not N times)."""
+        self._deferred = set()
+        try:
+            yield
+            for session_id in sorted(self._deferred):
+                refresh_resume_status(session_id)
+        finally:
+            self._deferred = None
+
     def _note_append(self, event: Event, row_id: int) -> None:
         """Keep the resume status current after an append (`resume_delta`); the session
         row is already locked by this transaction."""
+        deferred = self._deferred
+        if deferred is not None and event.session_id in deferred:
+            return  # recomputed in full at the end of the batch
         change = status_after_append(event.session_id, event, row_id)
         if change is None:
-            if self._resume_deferred is None:
-                refresh_resume_status(event.session_id)
-            else:
-                self._resume_deferred = True
+            if deferred is not None:
+                deferred.add(event.session_id)
+                return
+            refresh_resume_status(event.session_id)
         elif change:
             models.Session.objects.filter(pk=event.session_id).update(**change)
 
-    @contextmanager
-    def deferred_resume_status(self, session_id: str) -> Iterator[None]:
-        """Within one transaction, appends to `session_id` that need the resume status
-        recomputed in full get it once, at the end, not once each (a batch of results
-        outside any turn would otherwise cost O(n) per event)."""
-        self._resume_deferred = False
-        try:
-            yield
-            if self._resume_deferred:
-                refresh_resume_status(session_id)
-        finally:
-            self._resume_deferred = None
-
     @staticmethod
     def _insert_event(session_id: str, now: datetime, fields: dict[str, Any]) -> int:
-        row = models.Event.objects.create(
-            session_id=session_id, created_at=now, updated_at=now, **fields
-        )
-        return row.id
+        with connection.cursor() as cursor:
+            return run_insert(cursor, append_statements(), session_id, now, fields)
 
     async def delete_event(self, session_id: str, event_id: int) -> None:
         """Soft-delete an event (it leaves the active history, the row stays)."""

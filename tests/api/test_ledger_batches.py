@@ -46,29 +46,26 @@ def test_mixed_batch_keeps_order_status_and_retry(writer: ApiClient) -> None:
     assert Event.objects.filter(session_id="s-b").count() == 7
 
 
-def test_results_outside_any_turn_recompute_the_status_once_per_batch(
+def test_a_batch_needing_the_full_recomputation_makes_it_once(
     writer: ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Results no turn holds need the full recomputation (schemathesis sent 1,000 of them
-    in one batch, which once recomputed after each: O(n) each, a minute per batch)."""
-    from sessions_app.store import service
+    # Tool results outside any turn: the local rules cannot place them, the status is
+    # recomputed in full; once for the batch, not once per event (quadratic before).
+    calls: list[str] = []
+    full = refresh_resume_status
 
+    def counted(session_id: str) -> tuple[int, bool]:
+        calls.append(session_id)
+        return full(session_id)
+
+    monkeypatch.setattr("sessions_app.store.service.refresh_resume_status", counted)
     assert writer.post("/sessions", {"app_name": "ops", "session_id": "s-o"}).status_code == 201
-    recomputed: list[str] = []
-    original = refresh_resume_status
-
-    def counting(session_id: str) -> None:
-        recomputed.append(session_id)
-        original(session_id)
-
-    monkeypatch.setattr(service, "refresh_resume_status", counting)
-    result = {"role": "tool", "tool_response": {"tool_call_id": "c-9", "name": "ls", "result": {}}}
-    answer = writer.post("/sessions/s-o/events", {"events": [{"content": result}] * 50})
-    assert answer.status_code == 200, answer.content
-    assert recomputed == ["s-o"]
-    kept = Session.objects.values_list(
-        "protocol_issue_count", "cannot_resume", "orphan_result_count"
-    )
-    before = kept.get(pk="s-o")
-    refresh_resume_status("s-o")
-    assert kept.get(pk="s-o") == before and before[2] == 50
+    orphans = [
+        {"client_key": f"k{i}", "content": {"role": "tool", "tool_call_id": f"c{i}", "text": "x"}}
+        for i in range(30)
+    ]
+    assert writer.post("/sessions/s-o/events", {"events": orphans}).status_code == 200
+    assert calls == ["s-o"]
+    kept = Session.objects.values_list("protocol_issue_count", "cannot_resume").get(pk="s-o")
+    assert full("s-o") == kept
+    assert Session.objects.get(pk="s-o").orphan_result_count == 30

@@ -2,11 +2,14 @@
 
 Standalone: run by the python of google-adk's own virtual environment, where this project
 is not installed, so it imports nothing from it:
-``python adk_append_peer.py DB_PATH EVENTS_JSON WARMUP WAL``. DB_PATH: a SQLite file
+``python adk_append_peer.py DB_PATH EVENTS_JSON WAL``. DB_PATH: a SQLite file
 (``sqlite+aiosqlite``); EVENTS_JSON: the same JSON list of runtime event dumps our side
-appends, converted here to ADK events; WARMUP: untimed appends first; WAL: ``1`` for our
-pragmas (WAL, synchronous=NORMAL), ``0`` for the peer's defaults. Prints
-``{"events", "seconds"}``.
+appends, converted here to ADK events; WAL: ``1`` for our pragmas (WAL,
+synchronous=NORMAL), ``0`` for the peer's defaults. It creates one session, prints
+``{"ready": true}`` and answers the same commands on stdin as our side
+(`append_child.commands`, one a line): N appends the next N events (cycling), one
+`append_event` each, and prints ``{"events": N, "seconds": S}``; ``end`` prints
+``{"stored": COUNT}`` and exits.
 """
 
 from __future__ import annotations
@@ -90,26 +93,37 @@ def session_service(path: str, wal: bool) -> Any:
     return DatabaseSessionService(db_engine=engine)
 
 
-async def measure(path: str, rows: list[dict[str, Any]], warmup: int, wal: bool) -> dict[str, Any]:
-    """Append `rows` (after `warmup` untimed ones) to one new session; return the count
-    and the seconds the timed appends took."""
-    service = session_service(path, wal)
-    session = await service.create_session(app_name="bench", user_id="u")
-    for row in rows[:warmup]:
-        await service.append_event(session, to_adk(row))
-    events = [to_adk(row) for row in rows]
-    start = time.perf_counter()
-    for event in events:
-        await service.append_event(session, event)
-    elapsed = time.perf_counter() - start
-    return {"events": len(events), "seconds": elapsed}
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    """Print `measure` as one JSON line; argv: ``[DB_PATH, EVENTS_JSON, WARMUP, WAL]``."""
-    path, source, warmup, wal = sys.argv[1:] if argv is None else argv
+    """Serve the commands (see the module); argv: ``[DB_PATH, EVENTS_JSON, WAL]``."""
+    path, source, wal = sys.argv[1:] if argv is None else argv
     rows = json.loads(Path(source).read_text(encoding="utf-8"))
-    print(json.dumps(asyncio.run(measure(path, rows, int(warmup), wal == "1"))))
+    loop = asyncio.new_event_loop()
+    service = session_service(path, wal == "1")
+    session = loop.run_until_complete(service.create_session(app_name="bench", user_id="u"))
+    events = [to_adk(row) for row in rows]
+    position = 0
+    stored = 0
+
+    async def append(count: int) -> float:
+        nonlocal position, stored
+        batch = [events[(position + i) % len(events)] for i in range(count)]
+        position += count
+        # ADK events carry their own ids: a copy per append, made before the clock starts.
+        batch = [event.model_copy(update={"id": Event.new_id()}) for event in batch]
+        start = time.perf_counter()
+        for event in batch:
+            await service.append_event(session, event)
+        stored += count
+        return time.perf_counter() - start
+
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        if line.strip() == "end":
+            break
+        count = int(line)
+        seconds = loop.run_until_complete(append(count))
+        print(json.dumps({"events": count, "seconds": seconds}), flush=True)
+    print(json.dumps({"stored": stored}), flush=True)
 
 
 if __name__ == "__main__":
