@@ -33,6 +33,7 @@ from sessions_app.ingest.redaction import redact_value
 from sessions_app.ingest.writer import insert_rows
 from sessions_app.live import LiveSessionService
 from sessions_app.store import turn_from_row
+from sessions_app.store.page_facts import note_tokens_added
 from sessions_app.store.service import stored_fields
 
 __all__ = ["ApiSessionService", "BatchItem", "redact_event"]
@@ -266,6 +267,8 @@ def _insert_plain(session_id: str, run: list[tuple[int, Event]], stored: dict[in
     before = last.values_list("id", flat=True).first() or 0
     insert_rows(models.Event, ("session_id", "created_at", "updated_at", *_PLAIN_FIELDS), rows)
     new_ids = _ids_after(session_id, before)
+    if any(event.usage is not None for _index, event in run):
+        note_tokens_added(session_id, new_ids[0], new_ids[-1])
     for (index, _event), row_id, copy in zip(run, new_ids, copies, strict=True):
         stored[index] = copy.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
 

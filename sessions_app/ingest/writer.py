@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any, cast
 
@@ -27,6 +27,7 @@ from sessions_app.store import (
     resume_status,
     turn_from_record,
 )
+from sessions_app.store.page_facts import Marks, protocol_marks, token_sums, write_marks
 
 # Rows per INSERT statement. Django still caps this at the backend's limit on query
 # parameters (SQLite: 32766 on current builds), so large batches are safe everywhere.
@@ -300,6 +301,8 @@ class PreparedSession:
     orphan_count: int
     turns: PreparedRows
     events: PreparedRows
+    marks: dict[int, Marks] = field(default_factory=dict)
+    """The inspector's marks (`store.page_facts`) by position of the event (1-based)."""
 
 
 def prepare_parsed_session(parsed: ParsedSession, source_path: str) -> PreparedSession:
@@ -318,6 +321,7 @@ def prepare_parsed_session(parsed: ParsedSession, source_path: str) -> PreparedS
         orphan_count=orphan_count(facts),
         turns=prepare_rows(Turn, TURN_COLUMNS, turn_rows(sid, parsed.turns)),
         events=prepare_rows(Event, EVENT_INSERT_COLUMNS, event_rows(sid, parsed.events)),
+        marks=protocol_marks(facts),
     )
 
 
@@ -364,6 +368,7 @@ def write_prepared_session(prepared: PreparedSession) -> Session:
         sid = session.id
         execute_rows(prepared.turns)
         execute_rows(prepared.events)
+        _write_page_facts(prepared)
         event_ids, user_ids = (
             _exported_ids(parsed, session)
             if parsed.todo_changes or parsed.tool_outcomes
@@ -377,6 +382,18 @@ def write_prepared_session(prepared: PreparedSession) -> Session:
             _write_tool_outcomes(parsed, session, event_ids, user_ids)
             refresh_resume_status(sid)
     return session
+
+
+def _write_page_facts(prepared: PreparedSession) -> None:
+    """The kept page facts of a session just written (`store.page_facts`): its flagged
+    events' marks (one query for the ids when any) and its token totals (one UPDATE when
+    an event carries usage)."""
+    sid = prepared.parsed.id
+    if prepared.marks:
+        ids = list(Event.objects.filter(session_id=sid).order_by("id").values_list("id", flat=True))
+        write_marks({ids[position - 1]: marks for position, marks in prepared.marks.items()})
+    if any(e.usage is not None for e in prepared.parsed.events):
+        Session.objects.filter(pk=sid).update(**token_sums(sid))
 
 
 def _exported_ids(parsed: ParsedSession, session: Session) -> tuple[dict[int, int], dict[str, int]]:

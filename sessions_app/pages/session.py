@@ -27,6 +27,7 @@ from sessions_app.pages.rendering import pretty_json
 from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
 from sessions_app.search.numbers import session_token_totals
+from sessions_app.store.page_facts import has_legacy_events
 
 
 def turns_with_event_counts(session: Session) -> QuerySet[Turn]:
@@ -59,12 +60,6 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     page = paginator.get_page(request.GET.get("page") or paginator.num_pages)
     todo_list = getattr(session, "todo_list", None)
     todos = list(todo_list.items.all()) if todo_list is not None else []
-    has_legacy = (
-        Event.objects.active()
-        .filter(session=session)
-        .exclude(turn_id__in=session.turns.values("id"))
-        .exists()
-    )
     context = {
         "session": session,
         "parent": Session.objects.filter(pk=session.parent_session_id).first()
@@ -78,7 +73,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
         "page": page,
         "todos": todos,
         "todo_done": sum(1 for item in todos if item.status == "completed"),
-        "has_legacy": has_legacy,
+        "has_legacy": has_legacy_events(session.id),
         "state_json": pretty_json(session.state),
         "live": live_views.page_context(request, session),
         "tokens": session_token_totals(session),

@@ -38,6 +38,7 @@ from sessions_app import models
 from sessions_app.ingest.redaction import redact_event_fields, redact_text, redact_value
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
 from sessions_app.store.owner import owner_fields
+from sessions_app.store.page_facts import note_appended
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
 from sessions_app.store.rows import (
@@ -215,8 +216,9 @@ class DjangoSessionService:
 
     @staticmethod
     def _note_append(event: Event, row_id: int) -> None:
-        """Keep the resume status current after an append (`resume_delta`); the session
-        row is already locked by this transaction."""
+        """Keep the resume status (`resume_delta`) and the page facts (`page_facts`)
+        current after an append; the session row is already locked by this transaction."""
+        note_appended(event.session_id, event, row_id)
         change = status_after_append(event.session_id, event, row_id)
         if change is None:
             refresh_resume_status(event.session_id)
