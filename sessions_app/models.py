@@ -107,6 +107,8 @@ class Session(models.Model):
     tokens_input = models.BigIntegerField(default=0, db_default=0)
     tokens_output = models.BigIntegerField(default=0, db_default=0)
     tokens_cached = models.BigIntegerField(default=0, db_default=0)
+    # Some active event names no turn record of the session (kept the same way).
+    has_legacy_events = models.BooleanField(default=False, db_default=False)
 
     objects = SessionQuerySet.as_manager()
 
@@ -371,6 +373,13 @@ class Event(models.Model):
             ),
             # Session page: the events of one turn.
             models.Index(fields=["session", "turn_id", "id"], name="event_session_turn_idx"),
+            # Where the live history starts: a session's compaction events
+            # (`projector.COMPACTION_AUTHOR`, role user).
+            models.Index(
+                fields=["session", "id"],
+                name="event_compaction_idx",
+                condition=Q(author="compaction", role="user"),
+            ),
             # Protocol page: the session's active events the inspector flags.
             models.Index(
                 fields=["session", "id"],

@@ -54,6 +54,7 @@ def _recomputed(session_id: str) -> dict[str, Any]:
         ],
         "compacted": compacted,
         "tokens": tuple(int(sums[name] or 0) for name in ("input", "output", "cached")),
+        "legacy": _legacy_query(session_id),
     }
 
 
@@ -65,6 +66,7 @@ def _kept(session_id: str) -> dict[str, Any]:
         "orphans": [(o.event_id, o.turn_id, o.call_id, event) for o, event in kept.orphans],
         "compacted": kept.compacted,
         "tokens": (row.tokens_input, row.tokens_output, row.tokens_cached),
+        "legacy": row.has_legacy_events,
     }
 
 
@@ -174,36 +176,30 @@ def _legacy_query(session_id: str) -> bool:
     )
 
 
-@pytest.mark.parametrize(
-    "turn_ids,deleted",
-    [
-        (["t-a", "t-b"], []),  # every event in a turn record
-        (["t-a", "", "t-b"], []),  # no turn id
-        (["t-a", "t-gone", "t-b"], []),  # a turn id with no record
-        (["t-a", "t-gone"], ["t-gone"]),  # ... whose only event is deleted
-        (["t-other"], []),  # a turn record of another session
-        ([], []),
-    ],
-)
-def test_has_legacy_events_answers_as_the_full_query(
-    turn_ids: list[str], deleted: list[str], django_assert_num_queries: Any
-) -> None:
-    from sessions_app.store.page_facts import has_legacy_events
-    from tests.factories import BASE
+def test_the_legacy_flag_follows_appends_and_new_turn_records() -> None:
+    """`Session.has_legacy_events` (the session page's "events without a turn") equals
+    the full query after each runtime write."""
+    service = DjangoSessionService()
+    sid = async_to_sync(service.create_session)("app", session_id="legacy").id
+    seen = []
 
-    for sid in ("s-1", "s-2"):
-        models.Session.objects.create(id=sid, app_name="a", created_at=BASE, updated_at=BASE)
-    for sid, turn in (("s-1", "t-a"), ("s-1", "t-b"), ("s-2", "t-other")):
-        models.Turn.objects.create(id=turn, session_id=sid, status="completed", started_at=BASE)
-    for turn_id in turn_ids:
-        models.Event.objects.create(
-            session_id="s-1",
-            turn_id=turn_id,
-            role="user",
-            created_at=BASE,
-            updated_at=BASE,
-            deleted_at=BASE if turn_id in deleted else None,
-        )
-    with django_assert_num_queries(1):
-        found = has_legacy_events("s-1")
-    assert found == _legacy_query("s-1")
+    def append(turn_id: str) -> None:
+        event = Event(session_id=sid, turn_id=turn_id, content=content_of("user", ["a"]))
+        async_to_sync(service.append_event)(event)
+
+    def begin(turn_id: str) -> None:
+        async_to_sync(service.begin_turn)(sid, Turn(id=turn_id, session_id=sid, started_at=T0))
+
+    for step in (
+        lambda: begin("t-1"),
+        lambda: append("t-1"),
+        lambda: append("t-later"),  # no record yet
+        lambda: begin("t-later"),  # now it has one
+        lambda: append(""),  # no turn at all
+        lambda: begin("t-2"),
+    ):
+        step()
+        flag = models.Session.objects.get(pk=sid).has_legacy_events
+        assert flag == _legacy_query(sid)
+        seen.append(flag)
+    assert seen == [False, False, True, False, True, True]

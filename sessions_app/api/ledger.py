@@ -33,7 +33,7 @@ from sessions_app.ingest.redaction import redact_value
 from sessions_app.ingest.writer import insert_rows
 from sessions_app.live import LiveSessionService
 from sessions_app.store import turn_from_row
-from sessions_app.store.page_facts import note_tokens_added
+from sessions_app.store.page_facts import legacy_after_append, note_tokens_added
 from sessions_app.store.service import stored_fields
 
 __all__ = ["ApiSessionService", "BatchItem", "redact_event"]
@@ -253,7 +253,9 @@ def _insert_plain(session_id: str, run: list[tuple[int, Event]], stored: dict[in
     if not run:
         return
     now = timezone.now()
-    models.Session.objects.filter(pk=session_id).update(updated_at=now)
+    models.Session.objects.filter(pk=session_id).update(
+        updated_at=now, **legacy_after_append(session_id, [e.turn_id for _i, e in run])
+    )
     rows: list[tuple[Any, ...]] = []
     copies: list[Event] = []
     for _index, event in run:

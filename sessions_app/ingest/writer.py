@@ -386,14 +386,21 @@ def write_prepared_session(prepared: PreparedSession) -> Session:
 
 def _write_page_facts(prepared: PreparedSession) -> None:
     """The kept page facts of a session just written (`store.page_facts`): its flagged
-    events' marks (one query for the ids when any) and its token totals (one UPDATE when
-    an event carries usage)."""
-    sid = prepared.parsed.id
+    events' marks (one query for the ids when any), its token totals and legacy flag
+    (one UPDATE when an event carries usage or names no turn record)."""
+    parsed = prepared.parsed
+    sid = parsed.id
     if prepared.marks:
         ids = list(Event.objects.filter(session_id=sid).order_by("id").values_list("id", flat=True))
         write_marks({ids[position - 1]: marks for position, marks in prepared.marks.items()})
-    if any(e.usage is not None for e in prepared.parsed.events):
-        Session.objects.filter(pk=sid).update(**token_sums(sid))
+    turn_ids = {t.id for t in parsed.turns}
+    legacy = any(
+        e.turn_id not in turn_ids
+        for e in parsed.events
+        if e.deleted_at is None and e.archived_at is None
+    )
+    if legacy or any(e.usage is not None for e in parsed.events):
+        Session.objects.filter(pk=sid).update(has_legacy_events=legacy, **token_sums(sid))
 
 
 def _exported_ids(parsed: ParsedSession, session: Session) -> tuple[dict[int, int], dict[str, int]]:

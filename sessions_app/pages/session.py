@@ -27,7 +27,6 @@ from sessions_app.pages.rendering import pretty_json
 from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
 from sessions_app.search.numbers import session_token_totals
-from sessions_app.store.page_facts import has_legacy_events
 
 
 def turns_with_event_counts(session: Session) -> QuerySet[Turn]:
@@ -73,7 +72,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
         "page": page,
         "todos": todos,
         "todo_done": sum(1 for item in todos if item.status == "completed"),
-        "has_legacy": has_legacy_events(session.id),
+        "has_legacy": session.has_legacy_events,
         "state_json": pretty_json(session.state),
         "live": live_views.page_context(request, session),
         "tokens": session_token_totals(session),

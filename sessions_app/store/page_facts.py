@@ -27,8 +27,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
-from django.db.models import BigIntegerField, F, Subquery, Sum
+from django.db.models import (
+    BigIntegerField,
+    BooleanField,
+    Case,
+    Exists,
+    ExpressionWrapper,
+    F,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 
 from agentops.runtime.model import Event, Role
@@ -46,8 +57,10 @@ from sessions_app.store.rows import event_from_values
 __all__ = [
     "KeptProtocol",
     "Marks",
-    "has_legacy_events",
     "kept_protocol_pass",
+    "legacy_after_append",
+    "legacy_after_begin",
+    "legacy_events_exist",
     "note_appended",
     "note_tokens_added",
     "protocol_marks",
@@ -107,13 +120,13 @@ def refresh_page_facts(session_id: str, events: Sequence[Event]) -> dict[str, An
     """Recompute the session's kept page facts from `events` (its active events in id
     order, as `store.resume.protocol_events` builds them): store the marks that changed
     (one query, plus one UPDATE per distinct changed mark) and return the session row's
-    token totals as expressions for the caller's UPDATE of that row."""
+    token totals and legacy flag as expressions for the caller's UPDATE of that row."""
     wanted = protocol_marks(events)
     stored = stored_marks(session_id)
     changed = {i: m for i, m in wanted.items() if stored.get(i) != m}
     changed.update({i: _CLEAN for i in stored if i not in wanted})
     write_marks(changed)
-    return token_sums(session_id)
+    return {**token_sums(session_id), "has_legacy_events": legacy_events_exist(session_id)}
 
 
 def token_sums(session_id: str, **event_filter: Any) -> dict[str, Any]:
@@ -219,29 +232,35 @@ def kept_protocol_pass(session_id: str) -> KeptProtocol:
     return kept
 
 
-def has_legacy_events(session_id: str) -> bool:
-    """Whether the session has active events whose turn id names none of its turn
-    records (legacy events, docs/runtime.md §2). Walks the distinct turn ids of its events
-    on index `event_session_turn_idx` (one index seek per turn id, a recursive query), so
-    the cost grows with the turns, not the events; one query."""
-    event, turn = models.Event._meta.db_table, models.Turn._meta.db_table
-    sql = f"""
-        WITH RECURSIVE ids(turn_id) AS (
-            SELECT (SELECT e.turn_id FROM {event} e WHERE e.session_id = %s
-                    ORDER BY e.turn_id LIMIT 1)
-            UNION ALL
-            SELECT (SELECT e.turn_id FROM {event} e WHERE e.session_id = %s
-                    AND e.turn_id > ids.turn_id ORDER BY e.turn_id LIMIT 1)
-            FROM ids WHERE ids.turn_id IS NOT NULL
+def legacy_events_exist(session_id: str) -> Exists:
+    """SQL: does the session have an active event whose turn id names none of its turn
+    records (legacy events, docs/runtime.md §2)? Reads every event of the session: for
+    full recomputations only (`Session.has_legacy_events` keeps the answer)."""
+    turns = models.Turn.objects.filter(session_id=session_id).values("id")
+    events = models.Event.objects.active().filter(session_id=session_id)
+    return Exists(events.exclude(turn_id__in=turns))
+
+
+def legacy_after_append(session_id: str, turn_ids: Sequence[str]) -> dict[str, Any]:
+    """The session row's `has_legacy_events` once events of `turn_ids` are appended, as
+    an expression for the append's own UPDATE of that row (no statement of its own):
+    true when it was, or when one of them names no turn record of the session."""
+    turns = models.Turn.objects.filter(session_id=session_id)
+    unknown = [~Exists(turns.filter(pk=turn_id)) for turn_id in dict.fromkeys(turn_ids)]
+    condition = Q(has_legacy_events=True)
+    for expression in unknown:
+        condition |= Q(expression)
+    return {"has_legacy_events": ExpressionWrapper(condition, output_field=BooleanField())}
+
+
+def legacy_after_begin(session_id: str) -> dict[str, Any]:
+    """The session row's `has_legacy_events` once a turn record is added, for the UPDATE
+    that records it: recomputed (`legacy_events_exist`) only when it was true, since a
+    new record can only turn legacy events into a turn's."""
+    return {
+        "has_legacy_events": Case(
+            When(has_legacy_events=True, then=legacy_events_exist(session_id)),
+            default=Value(False),
+            output_field=BooleanField(),
         )
-        SELECT 1 FROM ids WHERE ids.turn_id IS NOT NULL
-        AND NOT EXISTS (
-            SELECT 1 FROM {turn} t WHERE t.id = ids.turn_id AND t.session_id = %s)
-        AND EXISTS (
-            SELECT 1 FROM {event} e WHERE e.session_id = %s AND e.turn_id = ids.turn_id
-            AND e.deleted_at IS NULL AND e.archived_at IS NULL)
-        LIMIT 1
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [session_id] * 4)
-        return cursor.fetchone() is not None
+    }

@@ -38,7 +38,11 @@ from sessions_app import models
 from sessions_app.ingest.redaction import redact_event_fields, redact_text, redact_value
 from sessions_app.signals import first_answer, session_todos_requested, session_todos_set
 from sessions_app.store.owner import owner_fields
-from sessions_app.store.page_facts import note_appended
+from sessions_app.store.page_facts import (
+    legacy_after_append,
+    legacy_after_begin,
+    note_appended,
+)
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
 from sessions_app.store.rows import (
@@ -181,7 +185,9 @@ class DjangoSessionService:
                 # Nothing to merge (most events): one UPDATE both checks that the session
                 # exists and locks its row (PostgreSQL) before the INSERT, so a session's
                 # event ids still grow in commit order; two statements instead of three.
-                touched = models.Session.objects.filter(pk=event.session_id).update(updated_at=now)
+                touched = models.Session.objects.filter(pk=event.session_id).update(
+                    updated_at=now, **legacy_after_append(event.session_id, [event.turn_id])
+                )
                 if not touched:
                     raise errors.SessionNotFoundError(event.session_id)
                 row_id = self._insert_event(event.session_id, now, fields)
@@ -207,7 +213,10 @@ class DjangoSessionService:
                     turn_id=event.turn_id,
                     event_id=row_id,
                 )
-            update: dict[str, Any] = {"updated_at": now}
+            update: dict[str, Any] = {
+                "updated_at": now,
+                **legacy_after_append(event.session_id, [event.turn_id]),
+            }
             if delta:
                 update["state"] = {**state, **delta}
             models.Session.objects.filter(pk=event.session_id).update(**update)
@@ -284,7 +293,9 @@ class DjangoSessionService:
                 started_at=turn.started_at,
                 **owner_fields(now),
             )
-            models.Session.objects.filter(pk=session_id).update(updated_at=now)
+            models.Session.objects.filter(pk=session_id).update(
+                updated_at=now, **legacy_after_begin(session_id)
+            )
         return turn_from_row(row)
 
     async def finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
