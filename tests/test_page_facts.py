@@ -11,6 +11,7 @@ And the protocol page's query count does not grow with the session.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from itertools import count
 from pathlib import Path
@@ -190,15 +191,16 @@ def test_the_legacy_flag_follows_appends_and_new_turn_records() -> None:
     def begin(turn_id: str) -> None:
         async_to_sync(service.begin_turn)(sid, Turn(id=turn_id, session_id=sid, started_at=T0))
 
-    for step in (
-        lambda: begin("t-1"),
-        lambda: append("t-1"),
-        lambda: append("t-later"),  # no record yet
-        lambda: begin("t-later"),  # now it has one
-        lambda: append(""),  # no turn at all
-        lambda: begin("t-2"),
-    ):
-        step()
+    steps: list[tuple[Callable[[str], None], str]] = [
+        (begin, "t-1"),
+        (append, "t-1"),
+        (append, "t-later"),  # no record yet
+        (begin, "t-later"),  # now it has one
+        (append, ""),  # no turn at all
+        (begin, "t-2"),
+    ]
+    for step, turn_id in steps:
+        step(turn_id)
         flag = models.Session.objects.get(pk=sid).has_legacy_events
         assert flag == _legacy_query(sid)
         seen.append(flag)
