@@ -75,6 +75,7 @@ def add_columns(apps: Any, schema_editor: Any) -> None:
         else:
             column = field.clone()
             column.set_attributes_from_name(name)
+            column.model = model
             schema_editor.add_field(model, column)
 
 

@@ -75,7 +75,6 @@ Marks = tuple[list[int] | None, bool]
 
 _CLEAN: Marks = (None, False)
 _TOOL = Role.TOOL.value
-_PROTOCOL_COLUMNS = ("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id")
 
 
 def protocol_marks(events: Sequence[Event]) -> dict[int, Marks]:
@@ -158,7 +157,7 @@ def note_appended(session_id: str, event: Event, event_id: int) -> None:
     """Keep the page facts after `event` was stored as `event_id`, the session's newest
     active event, in the append's transaction: its tokens (one UPDATE when it has usage)
     and the marks of the tool-call group it joins (an assistant event with calls: one
-    UPDATE; a tool result: one query and at most two UPDATEs; anything else: none)."""
+    UPDATE; a tool result: one query and one UPDATE; anything else: none)."""
     if event.usage is not None:
         note_tokens_added(session_id, event_id, event_id)
     role = event.content.role
@@ -166,27 +165,33 @@ def note_appended(session_id: str, event: Event, event_id: int) -> None:
         unanswered = list(range(len(event.content.tool_calls)))
         models.Event.objects.filter(pk=event_id).update(unanswered_calls=unanswered)
     elif role is Role.TOOL:
-        _note_result(session_id, event_id)
+        _note_result(session_id, event, event_id)
 
 
-def _note_result(session_id: str, event_id: int) -> None:
-    """Recompute the marks of the group a new tool result joins: from the last active
-    event before it that is not a tool result, to it."""
-    from sessions_app.store.resume import protocol_events
-
-    active = models.Event.objects.active().filter(session_id=session_id)
-    anchor = active.filter(id__lt=event_id).exclude(role=_TOOL).order_by("-id").values("id")[:1]
-    group = active.filter(id__lte=event_id, id__gte=Coalesce(Subquery(anchor), 0))
-    rows = list(group.order_by("id").values_list(*_PROTOCOL_COLUMNS, "unanswered_calls"))
-    events = protocol_events(session_id, [(*row[:6], "") for row in rows])
-    wanted = protocol_marks(events)
-    changed: dict[int, Marks] = {}
-    first, first_unanswered = rows[0][0], rows[0][6]
-    if rows[0][2] != _TOOL and wanted.get(first, _CLEAN)[0] != first_unanswered:
-        changed[first] = (wanted.get(first, _CLEAN)[0], False)
-    if wanted.get(event_id, _CLEAN)[1]:
-        changed[event_id] = (None, True)
-    write_marks(changed)
+def _note_result(session_id: str, event: Event, event_id: int) -> None:
+    """The marks after a new tool result: it answers the first still unanswered call with
+    its call id of the group's assistant event (the last active event before it that is
+    not a tool result) when that event has calls left unanswered and the same turn id, as
+    the inspector matches (docs/runtime.md §5); else it is an orphan. Reads the assistant
+    event's row only: its kept marks say which calls earlier results left open."""
+    anchor = (
+        models.Event.objects.active()
+        .filter(session_id=session_id, id__lt=event_id)
+        .exclude(role=_TOOL)
+        .order_by("-id")
+        .values_list("id", "turn_id", "tool_calls", "unanswered_calls")
+        .first()
+    )
+    if anchor is not None:
+        anchor_id, turn_id, calls, unanswered = anchor
+        answered = event.content.answered_call_id
+        if unanswered and turn_id == event.turn_id:
+            for index in unanswered:
+                if index < len(calls) and calls[index].get("id") == answered:
+                    left = [i for i in unanswered if i != index] or None
+                    write_marks({anchor_id: (left, False)})
+                    return
+    write_marks({event_id: (None, True)})
 
 
 @dataclass

@@ -230,7 +230,7 @@ class DjangoSessionService:
         note_appended(event.session_id, event, row_id)
         change = status_after_append(event.session_id, event, row_id)
         if change is None:
-            refresh_resume_status(event.session_id)
+            refresh_resume_status(event.session_id, page_facts=False)
         elif change:
             models.Session.objects.filter(pk=event.session_id).update(**change)
 
