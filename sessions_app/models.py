@@ -102,6 +102,13 @@ class Session(models.Model):
     parent_call_id = models.CharField(max_length=255, blank=True, default="")
     # The model the source names (the last one it used), "" when unknown; set by importers.
     model = models.CharField(max_length=255, blank=True, default="", db_default="")
+    # Token totals of the active events (`search.numbers`), kept as events are written
+    # (`store.page_facts`) so the session page does not sum every event.
+    tokens_input = models.BigIntegerField(default=0, db_default=0)
+    tokens_output = models.BigIntegerField(default=0, db_default=0)
+    tokens_cached = models.BigIntegerField(default=0, db_default=0)
+    # Some active event names no turn record of the session (kept the same way).
+    has_legacy_events = models.BooleanField(default=False, db_default=False)
 
     objects = SessionQuerySet.as_manager()
 
@@ -293,6 +300,15 @@ class EventQuerySet(models.QuerySet["Event"]):
         """Events that count for the conversation: neither soft-deleted nor archived."""
         return self.filter(deleted_at__isnull=True, archived_at__isnull=True)
 
+    def flagged(self) -> EventQuerySet:
+        """Events the tool-protocol inspector flags (`store.page_facts`)."""
+        return self.filter(Q(unanswered_calls__isnull=False) | Q(orphan_result=True))
+
+
+#: Event columns derived from the others as events are written (`store.page_facts`):
+#: never imported, exported nor shown as the event's own facts.
+EVENT_DERIVED_FIELDS = ("unanswered_calls", "orphan_result")
+
 
 class Event(models.Model):
     """One stored, complete event of a session (docs/runtime.md §1).
@@ -338,6 +354,11 @@ class Event(models.Model):
     updated_at = models.DateTimeField()
     deleted_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
+    # Derived, kept as events are written (`store.page_facts`): the inspector's verdict
+    # (docs/runtime.md §5) on this event in the active history. Indexes of the tool calls
+    # the tool run after it leaves unanswered (None: none), and whether it is an orphan.
+    unanswered_calls = models.JSONField(null=True, blank=True)
+    orphan_result = models.BooleanField(default=False, db_default=False)
 
     objects = EventQuerySet.as_manager()
 
@@ -352,6 +373,20 @@ class Event(models.Model):
             ),
             # Session page: the events of one turn.
             models.Index(fields=["session", "turn_id", "id"], name="event_session_turn_idx"),
+            # Where the live history starts: a session's compaction events
+            # (`projector.COMPACTION_AUTHOR`, role user).
+            models.Index(
+                fields=["session", "id"],
+                name="event_compaction_idx",
+                condition=Q(author="compaction", role="user"),
+            ),
+            # Protocol page: the session's active events the inspector flags.
+            models.Index(
+                fields=["session", "id"],
+                name="event_protocol_idx",
+                condition=Q(deleted_at__isnull=True, archived_at__isnull=True)
+                & (Q(unanswered_calls__isnull=False) | Q(orphan_result=True)),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -367,10 +402,11 @@ class Event(models.Model):
 
     def as_dict(self) -> dict[str, Any]:
         """The event as a JSON-ready dict of its stored fields but `raw` (the source
-        record, shown beside it), in declaration order; timestamps ISO 8601 UTC."""
+        record, shown beside it) and the derived ones, in declaration order; timestamps
+        ISO 8601 UTC."""
         values: dict[str, Any] = {}
         for field in self._meta.concrete_fields:
-            if field.attname != "raw":
+            if field.attname != "raw" and field.attname not in EVENT_DERIVED_FIELDS:
                 value = getattr(self, field.attname)
                 values[field.attname] = value.isoformat() if isinstance(value, datetime) else value
         return values

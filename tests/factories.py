@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sessions_app.models import Event, Session, Turn
+from sessions_app.store import refresh_resume_status
 from todos_app.models import TodoItem, TodoList
 
 BASE = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
@@ -57,6 +58,8 @@ def make_session(
                 )
             )
     Event.objects.bulk_create(rows, batch_size=2000)
+    # Rows written outside the store: the derived facts recomputed, as an import does.
+    refresh_resume_status(session.id)
     if todos:
         todo_list = TodoList.objects.create(session=session, version=1, updated_at=BASE)
         TodoItem.objects.bulk_create(
@@ -67,7 +70,7 @@ def make_session(
 
 def add_unanswered_call(turn: Turn, call_id: str = "call-1", name: str = "Read") -> Event:
     """An assistant event in `turn` calling tool `name` (no result stored), at its start."""
-    return Event.objects.create(
+    event = Event.objects.create(
         session_id=turn.session_id,
         turn_id=turn.id,
         role="assistant",
@@ -76,3 +79,5 @@ def add_unanswered_call(turn: Turn, call_id: str = "call-1", name: str = "Read")
         created_at=turn.started_at,
         updated_at=turn.started_at,
     )
+    refresh_resume_status(turn.session_id)
+    return event

@@ -15,13 +15,14 @@ from django.db import connection
 from hypothesis import HealthCheck, given, settings
 
 from agentops.runtime import errors
-from agentops.runtime.model import Content, Event, Role, ToolCall, ToolResponse
+from agentops.runtime.model import Content, Event, Role, ToolCall, ToolResponse, Usage
 from agentops.runtime.session import Turn
 from sessions_app import models
 from sessions_app.store import DjangoSessionService, refresh_resume_status
 from sessions_app.store.append_sql import stored_fields
 from sessions_app.store.columns import EVENT_COLUMNS
 from tests import test_resume_status as resume_cases
+from tests.test_page_facts import _kept, _recomputed
 
 T0 = datetime(2026, 12, 1, 6, 0, tzinfo=UTC)
 
@@ -97,8 +98,23 @@ async def test_the_hot_path_stores_what_the_orm_stores() -> None:
     assert fast_status[0] == 1  # the call outside the turn is open
 
 
+async def test_the_kept_page_facts_follow_every_path() -> None:
+    """Whichever path stores an event (this thread, the worker's SQL, the ORM), the page
+    facts kept on the way equal their recomputation: tokens, call marks, legacy flag."""
+    service = DjangoSessionService()
+    await _run(service, "facts")
+    used = Usage(prompt_tokens=7, completion_tokens=2)
+    late = Content(role=Role.ASSISTANT, text="done")
+    for turn_id, usage in [("t-facts", None), ("t-facts", used), ("", None), ("", used)]:
+        event = Event(session_id="facts", turn_id=turn_id, content=late, usage=usage)
+        await service.append_event(event)
+    kept = await sync_to_async(_kept)("facts")
+    assert kept == await sync_to_async(_recomputed)("facts")
+    assert kept["tokens"][:2] == (14, 4) and kept["legacy"] and kept["issues"]
+
+
 @on_sqlite
-async def test_plain_events_and_calls_of_a_running_turn_need_no_worker_thread(
+async def test_plain_events_of_a_turn_need_no_worker_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     service = DjangoSessionService()
@@ -114,9 +130,10 @@ async def test_plain_events_and_calls_of_a_running_turn_need_no_worker_thread(
     monkeypatch.setattr(DjangoSessionService, "_append_stored", spy)
     for event in _events("s", "t"):
         await service.append_event(event)
-    # The call outside a turn takes the regular path (the full recomputation); the rest,
-    # the tool result's group recount included, were stored on this thread.
-    assert used == ["assistant"]
+    # Plain events of a turn record were stored on this thread; calls and results take the
+    # regular path (the kept page facts go through the ORM there), as does the call
+    # outside a turn (the full recomputation).
+    assert used == ["assistant", "tool", "assistant"]
     assert len(await service.list_events("s")) == 5
 
 
@@ -167,6 +184,7 @@ async def test_a_state_delta_is_merged_on_the_direct_path_and_todos_go_the_regul
 ) -> None:
     service = DjangoSessionService()
     await service.create_session("app", "u", session_id="s", state={"a": 1, "b": 1})
+    await service.begin_turn("s", Turn(id="t", session_id="s", started_at=T0))
     used: list[dict[str, Any]] = []
     regular = DjangoSessionService._append_stored
 
@@ -177,10 +195,12 @@ async def test_a_state_delta_is_merged_on_the_direct_path_and_todos_go_the_regul
     monkeypatch.setattr(DjangoSessionService, "_append_stored", spy)
     user = Content(role=Role.USER, text="go")
     delta = {"b": 2, "c": [1], "temp:scratch": 1}
-    stored = await service.append_event(Event(session_id="s", content=user, state_delta=delta))
+    stored = await service.append_event(
+        Event(session_id="s", turn_id="t", content=user, state_delta=delta)
+    )
     assert stored.state_delta == delta  # temp: keys live only in the returned copy
     todos = {"todos": [{"content": "x", "status": "pending"}]}
-    await service.append_event(Event(session_id="s", content=user, state_delta=todos))
+    await service.append_event(Event(session_id="s", turn_id="t", content=user, state_delta=todos))
     assert used == [todos]
     session = await service.get_session("s")
     assert session is not None

@@ -16,10 +16,12 @@ pytestmark = pytest.mark.django_db
 
 
 def add_dangling_call(session: Session, turn: Turn, call_id: str = "call-9", **extra: Any) -> Event:
-    return Event.objects.create(
+    event = Event.objects.create(
         session=session, turn_id=turn.id, role="assistant", created_at=BASE, updated_at=BASE,
         tool_calls=[{"id": call_id, "name": "deploy", "arguments": {"env": "prod"}}], **extra,
     )  # fmt: skip
+    refresh_resume_status(session.id)  # written outside the store: recomputed
+    return event
 
 
 def test_context_of_a_clean_session_lists_every_event_kept(operator_client: Client) -> None:

@@ -78,10 +78,19 @@ def test_pages_render_odd_stored_turns(admin_client: Client, odd: str) -> None:
 
 
 def test_unreadable_rows_are_shown_raw_on_the_runtime_pages(admin_client: Client) -> None:
-    _store({"id": "t-1"}, ODD_EVENTS["finish_reason"])
+    # A call without its result, marked as the store marks it when written
+    # (`store.page_facts`): the protocol page reads the flagged events only.
+    call = {"tool_calls": [{"id": "c1", "name": "t", "arguments": {}}], "unanswered_calls": [0]}
+    _store({"id": "t-1"}, {**ODD_EVENTS["finish_reason"], **call})
     for page in ("context", "protocol"):
         body = admin_client.get(f"/sessions/{SID}/{page}/").content.decode()
         assert 'id="unreadable"' in body and "exploded" in body, page
+
+
+def test_the_protocol_page_reads_only_flagged_events(admin_client: Client) -> None:
+    _store({"id": "t-1"}, ODD_EVENTS["finish_reason"])
+    body = admin_client.get(f"/sessions/{SID}/protocol/").content.decode()
+    assert 'id="unreadable"' not in body and "has its result" in body
 
 
 def test_a_turn_id_no_url_can_hold_is_shown_as_text(admin_client: Client) -> None:

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from sessions_app.models import Event, Session, Turn
 from sessions_app.search.numbers import cost_of, session_token_totals, with_turn_tokens
+from sessions_app.store import refresh_resume_status
 from tests.factories import BASE, make_session
 
 pytestmark = pytest.mark.django_db
@@ -48,11 +49,14 @@ def with_usage(session: Session, *usages: object) -> None:
             created_at=BASE,
             updated_at=BASE,
         )
+    # Rows written outside the store: recomputed as every rewriting write does.
+    refresh_resume_status(session.id)
 
 
 def test_totals_sum_every_usage_shape_and_ignore_odd_values() -> None:
     session = make_session("s-tok")
     with_usage(session, CLAUDE, CODEX, OPENAI, ODD)
+    session.refresh_from_db()
     totals = session_token_totals(session)
     assert (totals.input, totals.output, totals.cached) == (1740, 360, 1108)
     turn = with_turn_tokens(Turn.objects.filter(session=session)).get()

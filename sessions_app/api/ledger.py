@@ -35,6 +35,7 @@ from sessions_app.ingest.writer import insert_rows
 from sessions_app.live import LiveSessionService
 from sessions_app.store import turn_from_row
 from sessions_app.store.append_sql import stored_fields
+from sessions_app.store.page_facts import legacy_after_append, note_tokens_added
 
 __all__ = ["ApiSessionService", "BatchItem", "redact_event"]
 
@@ -257,7 +258,9 @@ def _insert_plain(session_id: str, run: list[tuple[int, Event]], stored: dict[in
     if not run:
         return
     now = timezone.now()
-    models.Session.objects.filter(pk=session_id).update(updated_at=now)
+    models.Session.objects.filter(pk=session_id).update(
+        updated_at=now, **legacy_after_append(session_id, [e.turn_id for _i, e in run])
+    )
     rows: list[tuple[Any, ...]] = []
     copies: list[Event] = []
     for _index, event in run:
@@ -271,6 +274,8 @@ def _insert_plain(session_id: str, run: list[tuple[int, Event]], stored: dict[in
     before = last.values_list("id", flat=True).first() or 0
     insert_rows(models.Event, ("session_id", "created_at", "updated_at", *_PLAIN_FIELDS), rows)
     new_ids = _ids_after(session_id, before)
+    if any(event.usage is not None for _index, event in run):
+        note_tokens_added(session_id, new_ids[0], new_ids[-1])
     for (index, _event), row_id, copy in zip(run, new_ids, copies, strict=True):
         stored[index] = copy.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
 

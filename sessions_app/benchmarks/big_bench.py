@@ -13,18 +13,13 @@ memory above idle (MB; `/proc/<pid>/status` VmHWM, reset before each request thr
 
 from __future__ import annotations
 
-import http.client
-import os
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from sessions_app.benchmarks import Figures, register, run_django_child
 from sessions_app.benchmarks.children import big_child
+from sessions_app.benchmarks.http_server import get, serve
 
 PAGES = {
     "session_page": "/sessions/{sid}/",
@@ -46,47 +41,6 @@ def _reset_peak(pid: int) -> None:
     Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _wait_for(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"daphne exited: {log.read_text()[-2000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError("daphne did not start within 60 s")
-
-
-def _request(port: int, path: str, cookie: str) -> dict[str, Any]:
-    """GET `path`; read the body in 64 KiB pieces, keeping none of it."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
-    started = time.perf_counter()
-    connection.request("GET", path, headers={"Cookie": cookie})
-    response = connection.getresponse()
-    first = response.read1(65536)
-    first_byte = time.perf_counter()
-    size = len(first)
-    while chunk := response.read1(65536):
-        size += len(chunk)
-    done = time.perf_counter()
-    connection.close()
-    return {
-        "status": response.status,
-        "first_byte_ms": round((first_byte - started) * 1000, 1),
-        "total_ms": round((done - started) * 1000, 1),
-        "bytes": size,
-    }
-
-
 @register("big")
 def bench_big(events: int = 1_000_000, **_: Any) -> Figures:
     """Serve one generated `events`-event session and measure its pages (module docstring).
@@ -99,34 +53,16 @@ def bench_big(events: int = 1_000_000, **_: Any) -> Figures:
         db = Path(tmp) / "big.sqlite3"
         built = run_django_child(big_child.__name__, [str(int(events))], db)
         cookie = built.pop("cookie")
-        port = _free_port()
-        log = Path(tmp) / "daphne.log"
-        env = {
-            **os.environ,
-            "DATABASE_URL": f"sqlite:///{db}",
-            "DJANGO_SETTINGS_MODULE": "agentops.settings",
-            "AGENTOPS_LIVE_DEMO": "false",
-            "REDIS_URL": "",
-        }
-        argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-        with log.open("wb") as out:
-            server = subprocess.Popen(
-                [*argv, "agentops.asgi:application"], env=env, stdout=out, stderr=out
-            )
-        try:
-            _wait_for(port, server, log)
+        with serve(db, Path(tmp) / "daphne.log") as (port, server):
             # One small request first, so idle includes a loaded Django.
-            _request(port, "/sessions/", cookie)
+            get(port, "/sessions/", cookie)
             idle = _memory_kb(server.pid, "VmRSS")
             figures: Figures = {**built, "idle_rss_mb": round(idle / 1024, 1)}
             for name, path in PAGES.items():
                 _reset_peak(server.pid)
-                result = _request(port, path.format(sid=built["session_id"]), cookie)
+                result = get(port, path.format(sid=built["session_id"]), cookie)
                 peak = _memory_kb(server.pid, "VmHWM")
                 for key, value in result.items():
                     figures[f"{name}_{key}"] = value
                 figures[f"{name}_rss_above_idle_mb"] = round((peak - idle) / 1024, 1)
             return figures
-        finally:
-            server.terminate()
-            server.wait(timeout=30)

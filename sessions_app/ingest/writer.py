@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any, cast
 
@@ -27,6 +27,7 @@ from sessions_app.store import (
     resume_status,
     turn_from_record,
 )
+from sessions_app.store.page_facts import Marks, protocol_marks, token_sums, write_marks
 
 # Rows per INSERT statement. Django still caps this at the backend's limit on query
 # parameters (SQLite: 32766 on current builds), so large batches are safe everywhere.
@@ -300,13 +301,15 @@ class PreparedSession:
     orphan_count: int
     turns: PreparedRows
     events: PreparedRows
+    marks: dict[int, Marks] = field(default_factory=dict)
+    """The inspector's marks (`store.page_facts`) by position of the event (1-based)."""
 
 
 def prepare_parsed_session(parsed: ParsedSession, source_path: str) -> PreparedSession:
     """Everything `write_parsed_session` computes before it writes: the resume status
     (`parsed_resume_status` rules) and the adapted turn and event rows. No query, so an
     importer runs it before it takes the write lock."""
-    issue_count, cannot_resume, orphans = stored_status(parsed)
+    (issue_count, cannot_resume, orphans), marks = _status_and_marks(parsed)
     sid = parsed.id
     return PreparedSession(
         parsed=parsed,
@@ -316,6 +319,7 @@ def prepare_parsed_session(parsed: ParsedSession, source_path: str) -> PreparedS
         orphan_count=orphans,
         turns=prepare_rows(Turn, TURN_COLUMNS, turn_rows(sid, parsed.turns)),
         events=prepare_rows(Event, EVENT_INSERT_COLUMNS, event_rows(sid, parsed.events)),
+        marks=marks,
     )
 
 
@@ -345,17 +349,22 @@ def write_prepared_session(prepared: PreparedSession) -> Session:
         session = insert_session_row(prepared.parsed, prepared.source_path, status)
         execute_rows(prepared.turns)
         execute_rows(prepared.events)
-        finish_session(prepared.parsed, session)
+        finish_session(prepared.parsed, session, prepared.marks)
     return session
 
 
 def stored_status(parsed: ParsedSession) -> tuple[int, bool, int]:
     """(protocol issue count, cannot_resume, orphan result count) stored with `parsed`
     (`prepare_parsed_session`'s rules). No query."""
+    return _status_and_marks(parsed)[0]
+
+
+def _status_and_marks(parsed: ParsedSession) -> tuple[tuple[int, bool, int], dict[int, Marks]]:
+    """`stored_status` and the inspector's marks by event position (`store.page_facts`)."""
     # Recorded outcomes change the status: those sessions are refreshed once written.
     turns, facts = parsed_facts(parsed)
     issue_count, cannot_resume = (0, False) if parsed.tool_outcomes else resume_status(turns, facts)
-    return issue_count, cannot_resume, orphan_count(facts)
+    return (issue_count, cannot_resume, orphan_count(facts)), protocol_marks(facts)
 
 
 def insert_session_row(
@@ -382,9 +391,15 @@ def insert_session_row(
     )
 
 
-def finish_session(parsed: ParsedSession, session: Session) -> None:
-    """What follows a session's events: its todo list (the `parsed_session_written`
-    signal), an export's recorded tool outcomes and then its resume status in full."""
+def finish_session(
+    parsed: ParsedSession, session: Session, marks: dict[int, Marks] | None = None
+) -> None:
+    """What follows a session's events: its kept page facts (`marks`: by event position,
+    worked out here when None), its todo list (the `parsed_session_written` signal), an
+    export's recorded tool outcomes and then its resume status in full."""
+    if marks is None:
+        marks = protocol_marks(parsed_facts(parsed)[1])
+    _write_page_facts(parsed, marks)
     event_ids, user_ids = (
         _exported_ids(parsed, session) if parsed.todo_changes or parsed.tool_outcomes else ({}, {})
     )
@@ -395,6 +410,24 @@ def finish_session(parsed: ParsedSession, session: Session) -> None:
     if parsed.tool_outcomes:
         _write_tool_outcomes(parsed, session, event_ids, user_ids)
         refresh_resume_status(session.id)
+
+
+def _write_page_facts(parsed: ParsedSession, marks: dict[int, Marks]) -> None:
+    """The kept page facts of a session just written (`store.page_facts`): its flagged
+    events' marks (one query for the ids when any), its token totals and legacy flag
+    (one UPDATE when an event carries usage or names no turn record)."""
+    sid = parsed.id
+    if marks:
+        ids = list(Event.objects.filter(session_id=sid).order_by("id").values_list("id", flat=True))
+        write_marks({ids[position - 1]: mark for position, mark in marks.items()})
+    turn_ids = {t.id for t in parsed.turns}
+    legacy = any(
+        e.turn_id not in turn_ids
+        for e in parsed.events
+        if e.deleted_at is None and e.archived_at is None
+    )
+    if legacy or any(e.usage is not None for e in parsed.events):
+        Session.objects.filter(pk=sid).update(has_legacy_events=legacy, **token_sums(sid))
 
 
 def _exported_ids(parsed: ParsedSession, session: Session) -> tuple[dict[int, int], dict[str, int]]:

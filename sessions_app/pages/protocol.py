@@ -14,13 +14,13 @@ from django.views.decorators.http import require_POST, require_safe
 from agentops.runtime.protocol import ToolProtocolIssue
 from sessions_app.access import get_session_for_user
 from sessions_app.live.runs import agent_may_run
-from sessions_app.models import Event, Session, ToolOutcome, Turn
+from sessions_app.models import Session, ToolOutcome, Turn
 from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
 from sessions_app.pages import presenters
 from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
 from sessions_app.store import UnreadableRowError, turn_from_row
-from sessions_app.store.stream import live_protocol_pass
+from sessions_app.store.page_facts import kept_protocol_pass
 
 #: What a person records about a call that awaits no one.
 MANUAL = frozenset({ToolOutcome.Outcome.DID_NOT_RUN, ToolOutcome.Outcome.RAN})
@@ -34,15 +34,16 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
     Each issue is an assistant event whose calls have no result (docs/runtime.md §5), with
     its turn's status; calls the source marks as waiting for a person are labelled
     *awaiting the user*. Orphan results (tool results that answer no call) are listed
-    beside them. A stored row that is not a runtime value is shown raw instead. The
-    history is read a page at a time (`store.stream.live_protocol_pass`), so memory does
-    not grow with the session. Raises Http404 for a session the user may not see.
+    beside them. A flagged row that is not a runtime value is shown raw instead. Only the
+    events the inspector flagged are read, from the verdicts kept as events are written
+    (`store.page_facts.kept_protocol_pass`): the page costs the same for 100 events or
+    100,000. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
     try:
-        # One pass over the history, a page of events at a time: only issues are kept.
-        found, compacted = live_protocol_pass(session.id)
-        issues = found.issues
+        # Only the events the inspector flagged as they were written (`page_facts`).
+        kept = kept_protocol_pass(session.id)
+        issues = kept.issues
         turn_by_id = {
             row.id: turn_from_row(row)
             for row in Turn.objects.filter(session_id=session.id, pk__in=_turn_ids(issues))
@@ -50,25 +51,17 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
     except UnreadableRowError as error:
         context = {"session": session, **presenters.unreadable(error)}
         return render(request, "sessions/protocol.html", context)
-    pending = dict(
-        Event.objects.filter(pk__in=[issue.event_id for issue in issues]).values_list(
-            "id", "pending_call_ids"
-        )
-    )
-    outcomes = load_outcomes(session.id)
+    outcomes = load_outcomes(session.id) if issues else {}
     context = {
         "session": session,
         "issues": [
             presenters.protocol_issue(
-                issue, turn_by_id.get(issue.turn_id), pending.get(issue.event_id), outcomes
+                issue, turn_by_id.get(issue.turn_id), kept.pending.get(issue.event_id), outcomes
             )
             for issue in issues
         ],
-        "orphans": [
-            (orphan, presenters.runtime_event(found.orphan_events[orphan.position]))
-            for orphan in found.orphans
-        ],
-        "compacted": compacted,
+        "orphans": [(orphan, presenters.runtime_event(event)) for orphan, event in kept.orphans],
+        "compacted": kept.compacted,
         "can_record": can_record_outcomes(request.user),
         # Approve / reject are offered on calls awaiting a person, in their own form.
         "outcome_choices": [

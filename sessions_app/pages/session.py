@@ -64,12 +64,6 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
         turn.tokens = TokenTotals.of(turn, session.model)  # type: ignore[attr-defined]
     todo_list = getattr(session, "todo_list", None)
     todos = list(todo_list.items.all()) if todo_list is not None else []
-    has_legacy = (
-        Event.objects.active()
-        .filter(session=session)
-        .exclude(turn_id__in=session.turns.values("id"))
-        .exists()
-    )
     context = {
         "session": session,
         "parent": Session.objects.filter(pk=session.parent_session_id).first()
@@ -83,7 +77,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
         "page": page,
         "todos": todos,
         "todo_done": sum(1 for item in todos if item.status == "completed"),
-        "has_legacy": has_legacy,
+        "has_legacy": session.has_legacy_events,
         "state_json": pretty_json(session.state),
         "live": live_views.page_context(request, session),
         "tokens": session_token_totals(session),

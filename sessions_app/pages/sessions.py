@@ -15,7 +15,7 @@ from sessions_app.access import require_viewer
 from sessions_app.http import HtmxHttpRequest
 from sessions_app.models import Session
 from sessions_app.pages import presenters
-from sessions_app.search import ListFilters, SortError, TokenTotals, with_session_tokens
+from sessions_app.search import ListFilters, SortError, TokenTotals
 from sessions_app.search.listing import SORTS, TURN_STATUSES
 
 
@@ -36,7 +36,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         filters = ListFilters.from_query(request.GET)
     except SortError as exc:
         return HttpResponseBadRequest(f"{exc}\n", content_type="text/plain; charset=utf-8")
-    sessions = filters.apply(with_session_tokens(Session.objects.with_summary()))
+    sessions = filters.apply(Session.objects.with_summary())
     page = Paginator(sessions, settings.AGENTOPS_SESSIONS_PER_PAGE).get_page(
         request.GET.get("page")
     )

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from sessions_app.search.listing import ListFilters, SortError
-from sessions_app.search.numbers import TokenTotals, cost_of, with_session_tokens, with_turn_tokens
+from sessions_app.search.numbers import TokenTotals, cost_of, with_turn_tokens
 from sessions_app.search.text import matching_events, search_sessions, sessions_using_tool
 
 __all__ = [
@@ -23,6 +23,5 @@ __all__ = [
     "matching_events",
     "search_sessions",
     "sessions_using_tool",
-    "with_session_tokens",
     "with_turn_tokens",
 ]

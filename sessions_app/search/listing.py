@@ -85,7 +85,7 @@ class ListFilters:
         )
 
     def apply(self, sessions: SessionQuerySet) -> SessionQuerySet:
-        """`sessions` (annotated by `with_summary` and `with_session_tokens`) narrowed and
+        """`sessions` (annotated by `with_summary`) narrowed and
         ordered. `status` is matched against the latest turn's status; `health` is
         `cannot_resume`, `open_calls` (any unanswered call) or `orphans` (any tool result
         that answers no call); `q` searches headers and event text

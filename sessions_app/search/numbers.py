@@ -22,7 +22,7 @@ from django.db.models import BigIntegerField, Func, OuterRef, Subquery, Sum, Val
 from django.db.models.functions import Coalesce
 from django.db.models.sql.compiler import SQLCompiler
 
-from sessions_app.models import Event, SessionQuerySet, TurnQuerySet
+from sessions_app.models import Event, TurnQuerySet
 
 _KEY = re.compile(r"^[a-z_]+$")
 _MAX = 10**15  # caps absurd values so the sum never overflows a bigint
@@ -65,7 +65,8 @@ class JsonNumber(Func):
         return template, [*params, *params]
 
 
-def _token_expressions() -> dict[str, Any]:
+def token_expressions() -> dict[str, Any]:
+    """{"input", "output", "cached"}: an event's token figures as SQL expressions."""
     return {
         "input": JsonNumber("usage", "prompt_tokens"),
         "output": JsonNumber("usage", "completion_tokens"),
@@ -86,18 +87,6 @@ def _sum_subquery(events: Any, expression: Any) -> Coalesce:
     return Coalesce(Subquery(summed, output_field=BigIntegerField()), Value(0))
 
 
-def with_session_tokens(sessions: SessionQuerySet) -> SessionQuerySet:
-    """Annotate `tokens_input`, `tokens_output`, `tokens_cached` (ints, 0 without usage):
-    sums over the session's active events. Correlated subqueries: still one query."""
-    events = Event.objects.active().filter(session=OuterRef("pk"))
-    return sessions.annotate(
-        **{
-            f"tokens_{name}": _sum_subquery(events, expr)
-            for name, expr in _token_expressions().items()
-        }
-    )
-
-
 def with_turn_tokens(turns: TurnQuerySet) -> TurnQuerySet:
     """Annotate `tokens_input`, `tokens_output`, `tokens_cached` (ints) on turns: sums
     over the active events carrying the turn's id. Correlated subqueries."""
@@ -105,7 +94,7 @@ def with_turn_tokens(turns: TurnQuerySet) -> TurnQuerySet:
     return turns.annotate(
         **{
             f"tokens_{name}": _sum_subquery(events, expr)
-            for name, expr in _token_expressions().items()
+            for name, expr in token_expressions().items()
         }
     )
 
@@ -133,7 +122,8 @@ def cost_of(
 @dataclass(frozen=True)
 class TokenTotals:
     """Token figures of a session or turn, and their cost in dollars (None: no price for
-    the model). `of` reads the `tokens_*` annotations of `with_session_tokens` or
+    the model). `of` reads the `tokens_*` columns of a session (kept as events are written,
+    `store.page_facts`) or the annotations of
     `with_turn_tokens`."""
 
     input: int
@@ -154,12 +144,7 @@ class TokenTotals:
 
 
 def session_token_totals(session: Any) -> TokenTotals:
-    """One aggregate query: the token totals of `session`'s active events, priced for
-    its model (the session page's header)."""
-    sums = (
-        Event.objects.active()
-        .filter(session=session, usage__isnull=False)
-        .aggregate(**{name: Sum(expr) for name, expr in _token_expressions().items()})
-    )
-    values = (int(sums["input"] or 0), int(sums["output"] or 0), int(sums["cached"] or 0))
+    """The token totals of `session`'s active events, priced for its model (the session
+    page's header): the session row's kept sums (`store.page_facts`), no query."""
+    values = (session.tokens_input, session.tokens_output, session.tokens_cached)
     return TokenTotals(*values, cost=cost_of(session.model, *values))

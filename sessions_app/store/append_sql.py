@@ -12,12 +12,14 @@ them), a column the runtime event does not fill taking its model default.
 
 `direct_append` runs them on SQLite without leaving the event loop's thread: one
 connection of its own per thread (same file, same pragmas), BEGIN IMMEDIATE that never
-waits (``busy_timeout=0``). It keeps the resume status by the same local rules as the
-regular path (`resume_delta`; a tool result's group recounted by the one
-`tool_result_counts`) and merges a state delta into the session's state as it does. It
-stores an event that is not a compaction, whose state delta sets no todo list (the todo
-rows are another app's), whose turn (if it is a tool call or result) is running and
-whose group has no recorded outcome. For anything else (another writer holds the lock,
+waits (``busy_timeout=0``). It stores a plain event (no tool calls, not a tool result,
+not a compaction) without token usage, of a turn record of the session, whose state delta
+sets no todo list (the todo rows are another app's), merging the delta into the
+session's state as the regular path does: such an event leaves the resume status and the
+kept page facts (`page_facts`, kept through the ORM) as they are. The regular path runs
+the same statements in a worker thread for calls and results of a running turn too,
+keeping the resume status by the same local rules (`resume_delta`; a tool result's group
+recounted by the one `tool_result_counts`). For anything else (another writer holds the lock,
 the session is not found, a shape the local rules do not cover, a database that is not
 an SQLite file) it stores nothing and answers None: the caller takes the regular path (a
 worker thread, Django's busy timeout), which also gives the specific errors. A local
@@ -288,7 +290,10 @@ def direct_append(
     transaction on this thread's own SQLite connection: (its id, its timestamp), or None
     when it must take the regular path (see the module; nothing is stored then)."""
     kind = sql_kind(event, fields)
-    target = _direct_target(alias) if kind != OTHER else None
+    # The page facts (`page_facts.note_appended`: tokens, the marks of a call group) are
+    # kept through the ORM, on the regular path's connection.
+    direct = kind == PLAIN and event.usage is None
+    target = _direct_target(alias) if direct else None
     if target is None:
         return None
     statements = _qmark_statements(alias)
@@ -322,7 +327,11 @@ def append_in_transaction(
     commits): (the event's id, its timestamp), or None when the caller must roll back
     and take the ORM path (a shape the local rules do not cover, an unknown session).
     `kind`: `sql_kind` of the event, never `OTHER`."""
-    if kind != PLAIN and not turn_is_running(cursor, statements, session_id, event.turn_id):
+    if kind == PLAIN:
+        cursor.execute(statements.turn_status, (event.turn_id, session_id))
+        if cursor.fetchone() is None:
+            return None  # an event no turn record holds: the ORM path keeps `has_legacy_events`
+    elif not turn_is_running(cursor, statements, session_id, event.turn_id):
         return None  # the projection changes too: the full recomputation's path
     stamp = now()  # under the write lock on SQLite: timestamps grow with ids
     touch = statements.touch_opening if kind == OPENS_GROUP else statements.touch

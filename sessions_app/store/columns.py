@@ -17,6 +17,7 @@ from sessions_app import models
 
 __all__ = [
     "EVENT_COLUMNS",
+    "EVENT_DERIVED_COLUMNS",
     "EVENT_INSERT_COLUMNS",
     "EVENT_PRODUCT_COLUMNS",
     "EVENT_RUNTIME_COLUMNS",
@@ -33,8 +34,12 @@ def column_names(model: type[django_models.Model]) -> tuple[str, ...]:
     return tuple(field.attname for field in model._meta.concrete_fields)
 
 
-#: Every stored column of an event (`models.Event`).
-EVENT_COLUMNS = column_names(models.Event)
+#: Event columns derived from the others as events are written, never imported nor
+#: exported (`store.page_facts` keeps them: the tool-protocol inspector's verdicts).
+EVENT_DERIVED_COLUMNS = models.EVENT_DERIVED_FIELDS
+
+#: Every stored column of an event (`models.Event`) but the derived ones.
+EVENT_COLUMNS = tuple(c for c in column_names(models.Event) if c not in EVENT_DERIVED_COLUMNS)
 
 #: Event columns the runtime's `Event` has no field for: the importer's bookkeeping
 #: (source id, pending calls, raw source records) and soft deletion / archiving.

@@ -109,7 +109,7 @@ def orphan_count(events: Sequence[Event]) -> int:
     return len(inspect_orphan_results(live_history(events)))
 
 
-def refresh_resume_status(session_id: str) -> tuple[int, bool]:
+def refresh_resume_status(session_id: str, *, page_facts: bool = True) -> tuple[int, bool]:
     """Recompute and store the session's resume status (`resume_status` of the stored
     turns, active events and recorded outcomes) and its `orphan_count`; returns the
     resume status.
@@ -118,8 +118,12 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
     Imports, recorded tool outcomes and deletes use it; appends and turn finishes keep the
     status current incrementally (`sessions_app.store.resume_delta`), falling back to it
     for histories the local rules do not cover; tests use it as their oracle. Call it
-    inside the transaction that changed those facts. Four queries.
+    inside the transaction that changed those facts. Also recomputes the kept page facts
+    (`page_facts.refresh_page_facts`) unless `page_facts` is false (an append, which
+    keeps them itself). Five queries, plus one per distinct changed mark.
     """
+    from sessions_app.store.page_facts import refresh_page_facts
+
     turns = load_turns(session_id)
     # Only what the tool protocol and the projection verdict depend on: no text, parts,
     # reasoning or usage, so large sessions are not decoded in full.
@@ -137,6 +141,7 @@ def refresh_resume_status(session_id: str) -> tuple[int, bool]:
         protocol_issue_count=issue_count,
         cannot_resume=cannot_resume,
         orphan_result_count=orphan_count(events),
+        **(refresh_page_facts(session_id, events) if page_facts else {}),
     )
     return issue_count, cannot_resume
 

@@ -47,6 +47,11 @@ from sessions_app.store.append_sql import (
     sql_kind,
 )
 from sessions_app.store.owner import owner_fields
+from sessions_app.store.page_facts import (
+    legacy_after_append,
+    legacy_after_begin,
+    note_appended,
+)
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
 from sessions_app.store.rows import (
@@ -185,6 +190,7 @@ class DjangoSessionService:
                     )  # fmt: skip
                     if done is None:
                         raise _TakeOrmPath  # rolls the SQL back
+                    note_appended(event.session_id, event, done[0])  # the page facts
                 row_id, at = done
                 return event.model_copy(update={"id": row_id, "created_at": at, "updated_at": at})
             except _TakeOrmPath:
@@ -213,7 +219,10 @@ class DjangoSessionService:
                     turn_id=event.turn_id,
                     event_id=row_id,
                 )
-            update: dict[str, Any] = {"updated_at": now}
+            update: dict[str, Any] = {
+                "updated_at": now,
+                **legacy_after_append(event.session_id, [event.turn_id]),
+            }
             if delta:
                 update["state"] = {**state, **delta}
             models.Session.objects.filter(pk=event.session_id).update(**update)
@@ -227,7 +236,8 @@ class DjangoSessionService:
     def one_refresh_per_batch(self) -> Iterator[None]:
         """For writers of many events in one transaction (the API's batches): an append
         needing the full resume recomputation marks its session (later ones skip the
-        local rules); it runs once on exit, in the caller's transaction (not N times)."""
+        local rules); it runs once on exit, in the caller's transaction (not N times),
+        the page facts with it."""
         self._deferred = set()
         try:
             yield
@@ -237,17 +247,18 @@ class DjangoSessionService:
             self._deferred = None
 
     def _note_append(self, event: Event, row_id: int) -> None:
-        """Keep the resume status current after an append (`resume_delta`); the session
-        row is already locked by this transaction."""
+        """Keep the resume status (`resume_delta`) and the page facts (`page_facts`)
+        current after an append; the session row is already locked by this transaction."""
         deferred = self._deferred
         if deferred is not None and event.session_id in deferred:
             return  # recomputed in full at the end of the batch
+        note_appended(event.session_id, event, row_id)
         change = status_after_append(event.session_id, event, row_id)
         if change is None:
             if deferred is not None:
                 deferred.add(event.session_id)
                 return
-            refresh_resume_status(event.session_id)
+            refresh_resume_status(event.session_id, page_facts=False)
         elif change:
             models.Session.objects.filter(pk=event.session_id).update(**change)
 
@@ -308,7 +319,9 @@ class DjangoSessionService:
                 started_at=turn.started_at,
                 **owner_fields(now),
             )
-            models.Session.objects.filter(pk=session_id).update(updated_at=now)
+            models.Session.objects.filter(pk=session_id).update(
+                updated_at=now, **legacy_after_begin(session_id)
+            )
         return turn_from_row(row)
 
     async def finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:

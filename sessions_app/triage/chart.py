@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, date, timedelta
+from typing import Any
 
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Count
 from django.db.models.functions import TruncDate
+from django.db.models.sql.compiler import SQLCompiler
 
 from sessions_app.models import Turn, TurnQuerySet
 
@@ -94,6 +97,21 @@ CHART_STATUSES = (Turn.Status.FAILED, Turn.Status.INTERRUPTED)
 """The statuses the chart counts: the two terminal ones (stuck turns are in the queue only)."""
 
 
+class UtcDay(TruncDate):
+    """The UTC calendar day of a datetime column, computed by the database itself: on
+    SQLite its built-in `date()` of the stored UTC text (Django's `TruncDate` calls a
+    Python function there, once per row); elsewhere `TruncDate` in UTC."""
+
+    def __init__(self, expression: str) -> None:
+        super().__init__(expression, tzinfo=UTC)
+
+    def as_sqlite(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> tuple[str, Any]:
+        sql, params = compiler.compile(self.lhs)
+        return f"date({sql})", params
+
+
 def chart_counts(queue: TurnQuerySet) -> list[tuple[date, str, int]]:
     """One query: (UTC day of started_at, status, turns) for failed/interrupted turns of
     `queue`, newest day first, at most the groups of the newest CHART_DAYS days with data.
@@ -103,7 +121,7 @@ def chart_counts(queue: TurnQuerySet) -> list[tuple[date, str, int]]:
     """
     rows = (
         queue.filter(status__in=CHART_STATUSES)
-        .annotate(day=TruncDate("started_at", tzinfo=UTC))
+        .annotate(day=UtcDay("started_at"))
         .values("day", "status")
         .annotate(n=Count("pk"))
         .order_by("-day", "status")[: 2 * CHART_DAYS]

@@ -1,120 +1,199 @@
-"""`bench page`'s child: build one generated session, then time its pages.
+"""`bench page`'s child: migrate a scratch database and fill it for the page benchmark.
 
-Usage: ``python -m sessions_app.benchmarks.children.page_child EVENTS REPEAT`` with
-``DATABASE_URL`` set to a scratch SQLite file. Prints ``events``, ``turns`` and per page
-``<page>_first_ms``, ``<page>_median_ms`` and ``<page>_queries``.
+Usage, with ``DATABASE_URL`` set to a scratch SQLite file:
+
+- ``python -m sessions_app.benchmarks.children.page_child sized 100 1000 ...``: one
+  session per size (events), in turns of `EVENTS_PER_TURN` (a prompt, assistant tool
+  calls with their results and usage, a final answer); the last turn is interrupted
+  with one call left unanswered, so the protocol page shows one issue at every size;
+  each session has a todo list with a short history.
+- ``python -m sessions_app.benchmarks.children.page_child crowd 10000``: that many small
+  sessions (two turns each, one of them failed or interrupted, in five apps, over 60
+  days), for the sessions list and the triage queue.
+
+Rows are written with the import writer's `executemany`, then each sized session's kept
+facts are recomputed as after any import (`refresh_resume_status`). Signs an operator in
+and prints ``{"cookie", "sessions": {size: id}, "chunk_turns": {size: turn id},
+"build_s"}`` as one JSON line.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import django
 
-SESSION_ID = "bench-page"
-#: Events per generated turn: a user prompt, then assistant tool calls and their results.
+from sessions_app.benchmarks.children.big_child import sign_in
+
+#: Events per generated turn: a prompt, 24 (call, result) pairs, a final answer.
 EVENTS_PER_TURN = 50
 #: Turns on one page of the session page (its default page is the last).
 TURNS_PER_PAGE = 20
+BATCH = 20_000
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
+TEXT = "Looking at the **logs** of part {i}: " + "lorem ipsum dolor sit amet " * 6
+USAGE = {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940, "details": {}}
+APPS = ("billing", "search", "support", "checkout", "ops")
+CODES = ("provider_error", "tool_error", "timeout", "rate_limited")
 
 
-def build_session(events: int) -> list[str]:
-    """Store one session of about `events` events in turns of `EVENTS_PER_TURN`; return
-    its turn ids in order."""
-    from sessions_app.models import Event, Session, Turn
+def _row(
+    sid: str, turn_id: str, role: str, text: str, at: datetime, **extra: Any
+) -> tuple[Any, ...]:
+    # EVENT_INSERT_COLUMNS' order: session, turn, source id, author, role, text, parts,
+    # reasoning, tool calls, tool response, tool call id, pending calls, finish reason,
+    # usage, state delta, raw, created, updated, deleted, archived.
+    author = {"user": "user", "assistant": "agent", "tool": "tool"}[role]
+    return (sid, turn_id, "", author, role, text, [], "", extra.get("tool_calls") or [],
+            extra.get("tool_response"), extra.get("call_id", ""), [], "",
+            extra.get("usage"), {}, None, at, at, None, None)  # fmt: skip
 
-    session = Session.objects.create(
-        id=SESSION_ID, app_name="bench", title="10k events", created_at=BASE, updated_at=BASE
-    )
-    turns: list[Turn] = []
-    rows: list[Event] = []
-    for t in range(max(1, events // EVENTS_PER_TURN)):
-        turn_id = f"bench-page-t{t:05d}"
-        start = BASE + timedelta(minutes=t)
-        turns.append(
-            Turn(id=turn_id, session=session, status="completed", started_at=start,
-                 finished_at=start + timedelta(seconds=40))
-        )  # fmt: skip
-        rows.append(
-            Event(session=session, turn_id=turn_id, role="user", author="user",
-                  text=f"Step {t}: **check** the logs", created_at=start, updated_at=start)
-        )  # fmt: skip
-        for i in range((EVENTS_PER_TURN - 1) // 2):
+
+def _sized_events(sid: str, turns: int) -> Iterator[tuple[Any, ...]]:
+    for t in range(turns):
+        turn_id = f"{sid}-t{t:05d}"
+        at = BASE + timedelta(minutes=t)
+        yield _row(sid, turn_id, "user", f"Step {t}: **check** the logs", at)
+        for i in range((EVENTS_PER_TURN - 2) // 2):
             call = f"call-{t}-{i}"
-            rows.append(
-                Event(session=session, turn_id=turn_id, role="assistant", author="agent",
-                      text=f"Looking at part {i}", created_at=start, updated_at=start,
-                      tool_calls=[{"id": call, "name": "grep", "arguments": {"q": str(i)}}],
-                      usage={"prompt_tokens": 900, "completion_tokens": 40,
-                             "total_tokens": 940})
-            )  # fmt: skip
-            rows.append(
-                Event(session=session, turn_id=turn_id, role="tool", author="tool",
-                      tool_response={"tool_call_id": call, "name": "grep", "result": "ok " * 20},
-                      created_at=start, updated_at=start)
-            )  # fmt: skip
-    Turn.objects.bulk_create(turns)
-    Event.objects.bulk_create(rows, batch_size=2000)
-    return [turn.id for turn in turns]
+            calls = [{"id": call, "name": "grep", "arguments": {"q": str(i)}}]
+            yield _row(sid, turn_id, "assistant", TEXT.format(i=i), at, tool_calls=calls,
+                       usage=USAGE)  # fmt: skip
+            if t == turns - 1 and i == 0:
+                continue  # the one unanswered call
+            result = {"tool_call_id": call, "name": "grep", "result": "match " * 30}
+            yield _row(sid, turn_id, "tool", "", at, tool_response=result, call_id=call)
+        yield _row(sid, turn_id, "assistant", f"Done with step {t}.", at, usage=USAGE)
 
 
-def time_pages(turn_ids: list[str], repeat: int) -> dict[str, Any]:
-    """Request each page `repeat` times as a signed-in operator (full middleware stack,
-    test client); return the figures for each."""
-    from django.contrib.auth.models import Group, User
-    from django.db import connection
-    from django.test import Client
-    from django.test.utils import CaptureQueriesContext
-
+def _insert(rows: Iterator[tuple[Any, ...]]) -> None:
+    from sessions_app.ingest.writer import insert_rows
     from sessions_app.models import Event
+    from sessions_app.store import EVENT_INSERT_COLUMNS
 
-    user = User.objects.create_user("bench-operator")
-    user.groups.add(Group.objects.get(name="operators"))
-    client = Client()
-    client.force_login(user)
-    # The first turn shown on the default (last) page of the session page.
-    first_turn = turn_ids[-(len(turn_ids) % TURNS_PER_PAGE or TURNS_PER_PAGE)]
-    urls = {
-        "session_page": f"/sessions/{SESSION_ID}/",
-        "turn_events_chunk": f"/sessions/{SESSION_ID}/turns/{first_turn}/events/",
-        "context_page": f"/sessions/{SESSION_ID}/context/",
-        "protocol_page": f"/sessions/{SESSION_ID}/protocol/",
-    }
-    out: dict[str, Any] = {"events": Event.objects.count(), "turns": len(turn_ids)}
-    for name, url in urls.items():
-        headers = {"HX-Request": "true"} if "chunk" in name else {}
-        times: list[float] = []
-        query_count = 0
-        for _ in range(repeat):
-            with CaptureQueriesContext(connection) as queries:
-                t0 = time.perf_counter()
-                response = client.get(url, headers=headers)
-                times.append((time.perf_counter() - t0) * 1000)
-            assert response.status_code == 200, (url, response.status_code)
-            query_count = len(queries)
-        out[f"{name}_first_ms"] = round(times[0], 1)
-        out[f"{name}_median_ms"] = round(statistics.median(times[1:] or times), 1)
-        out[f"{name}_queries"] = query_count
-    return out
+    batch: list[tuple[Any, ...]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == BATCH:
+            insert_rows(Event, EVENT_INSERT_COLUMNS, batch)
+            batch = []
+    if batch:
+        insert_rows(Event, EVENT_INSERT_COLUMNS, batch)
+
+
+def _todos(sid: str) -> None:
+    from todos_app.models import TodoChange, TodoItem, TodoList
+
+    todo = TodoList.objects.create(session_id=sid, version=3, updated_at=BASE)
+    TodoItem.objects.bulk_create(
+        TodoItem(todo_list=todo, position=i, content=f"Check part {i}", status="pending")
+        for i in range(5)
+    )
+    TodoChange.objects.bulk_create(
+        TodoChange(todo_list=todo, version=v, actor="agent", action="write", before=[],
+                   after=[{"content": "x", "status": "pending"}], created_at=BASE)
+        for v in (1, 2, 3)
+    )  # fmt: skip
+
+
+def build_sized(sizes: list[int]) -> dict[str, Any]:
+    """One session per size (module docstring); returns ids and chunk turns by size."""
+    from django.db import transaction
+
+    from sessions_app.models import Session, Turn
+    from sessions_app.store import refresh_resume_status
+
+    sessions, chunk_turns = {}, {}
+    for size in sizes:
+        sid = f"bench-page-{size}"
+        turns = max(1, size // EVENTS_PER_TURN)
+        with transaction.atomic():
+            Session.objects.create(
+                id=sid, app_name="bench", title=f"{size} events", created_at=BASE, updated_at=BASE
+            )
+            Turn.objects.bulk_create(
+                [
+                    Turn(id=f"{sid}-t{t:05d}", session_id=sid,
+                         status="interrupted" if t == turns - 1 else "completed",
+                         reason="canceled" if t == turns - 1 else "",
+                         started_at=BASE + timedelta(minutes=t),
+                         finished_at=BASE + timedelta(minutes=t, seconds=40))
+                    for t in range(turns)
+                ],
+                batch_size=5000,
+            )  # fmt: skip
+            _insert(_sized_events(sid, turns))
+            _todos(sid)
+            refresh_resume_status(sid)
+        sessions[size] = sid
+        # The first turn shown on the session page's default (last) page.
+        chunk_turns[size] = f"{sid}-t{turns - (turns % TURNS_PER_PAGE or TURNS_PER_PAGE):05d}"
+    return {"sessions": sessions, "chunk_turns": chunk_turns}
+
+
+def build_crowd(count: int) -> dict[str, Any]:
+    """`count` small sessions (module docstring)."""
+    from django.db import transaction
+
+    from sessions_app.models import Session, Turn
+
+    with transaction.atomic():
+        Session.objects.bulk_create(
+            [
+                Session(id=f"crowd-{n:05d}", app_name=APPS[n % len(APPS)], title=f"Session {n}",
+                        created_at=BASE + timedelta(minutes=n),
+                        updated_at=BASE + timedelta(days=n % 60, minutes=n))
+                for n in range(count)
+            ],
+            batch_size=5000,
+        )  # fmt: skip
+        turns = []
+        for n in range(count):
+            at = BASE + timedelta(days=n % 60, minutes=n)
+            sid = f"crowd-{n:05d}"
+            turns.append(Turn(id=f"{sid}-a", session_id=sid, status="completed", started_at=at,
+                              finished_at=at + timedelta(seconds=5)))  # fmt: skip
+            failed = n % 3 != 0
+            turns.append(
+                Turn(id=f"{sid}-b", session_id=sid,
+                     status="failed" if failed else "interrupted",
+                     reason="agent_error" if failed else "canceled",
+                     failure_code=CODES[n % len(CODES)] if failed else "",
+                     failure_stage="model" if failed else "",
+                     started_at=at + timedelta(seconds=10),
+                     finished_at=at + timedelta(seconds=20))
+            )  # fmt: skip
+        Turn.objects.bulk_create(turns, batch_size=5000)
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            for turn in turns:
+                at = turn.started_at
+                yield _row(turn.session_id, turn.id, "user", "Please check the build", at)
+                yield _row(turn.session_id, turn.id, "assistant", "Checked.", at)
+
+        _insert(rows())
+    return {"sessions": {count: "crowd"}, "chunk_turns": {}}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Set Django up, migrate, build the session and print the page figures as one JSON
-    line; argv: ``[EVENTS, REPEAT]``."""
-    events, repeat = sys.argv[1:] if argv is None else argv
+    """Migrate, build, sign in; print the figures as one JSON line. argv: ``sized SIZE...``
+    or ``crowd COUNT``."""
+    kind, *sizes = sys.argv[1:] if argv is None else argv
     django.setup()
     from django.core.management import call_command
 
+    started = time.perf_counter()
     call_command("migrate", verbosity=0)
-    turn_ids = build_session(int(events))
-    print(json.dumps(time_pages(turn_ids, int(repeat))))
+    numbers = [int(size) for size in sizes]
+    figures = build_sized(numbers) if kind == "sized" else build_crowd(numbers[0])
+    figures["build_s"] = round(time.perf_counter() - started, 1)
+    figures["cookie"] = sign_in()
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--events", type=int, help="size, for benchmarks that take one")
         parser.add_argument(
+            "--quick", action="store_true", help="smaller sizes, for benchmarks that have them"
+        )
+        parser.add_argument(
             "-o",
             "--option",
             action="append",
@@ -41,6 +44,8 @@ class Command(BaseCommand):
             kwargs[key] = value
         if options["events"] is not None:
             kwargs["events"] = options["events"]
+        if options["quick"]:
+            kwargs["quick"] = True
         figures = registry[name](**kwargs)
         if options["json"]:
             self.stdout.write(json.dumps({"benchmark": name, **figures}))

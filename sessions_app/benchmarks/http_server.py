@@ -1,0 +1,92 @@
+"""Benchmarks over real HTTP: daphne serving a scratch SQLite database in a subprocess,
+and timed GETs with the standard library's client (`bench big`, `bench page`)."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
+    """Return once `port` accepts connections; RuntimeError when `server` exits first or
+    after 60 s."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"daphne exited: {log.read_text()[-2000:]}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("daphne did not start within 60 s")
+
+
+@contextmanager
+def serve(database: Path, log: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """daphne serving the project on the SQLite file `database` (no live demo, the
+    in-memory channel layer), output to `log`; yields (port, process) once it answers,
+    and stops it afterwards."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{database}",
+        "DJANGO_SETTINGS_MODULE": "agentops.settings",
+        "AGENTOPS_LIVE_DEMO": "false",
+        "REDIS_URL": "",
+    }
+    argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [*argv, "agentops.asgi:application"],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        wait_for(port, server, log)
+        yield port, server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def get(port: int, path: str, cookie: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """GET `path` on a new connection; read the body in 64 KiB pieces, keeping none of
+    it. Returns status, first_byte_ms, total_ms and bytes."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+    started = time.perf_counter()
+    connection.request("GET", path, headers={"Cookie": cookie, **(headers or {})})
+    response = connection.getresponse()
+    first = response.read1(65536)
+    first_byte = time.perf_counter()
+    size = len(first)
+    while chunk := response.read1(65536):
+        size += len(chunk)
+    done = time.perf_counter()
+    connection.close()
+    return {
+        "status": response.status,
+        "first_byte_ms": round((first_byte - started) * 1000, 1),
+        "total_ms": round((done - started) * 1000, 1),
+        "bytes": size,
+    }

@@ -1,0 +1,271 @@
+"""What the pages read of a session, kept up to date as events are written, so a page
+never reads every event to show a few.
+
+- The tool-protocol inspector's verdict per event (docs/runtime.md §5), in the event's
+  derived columns: `Event.unanswered_calls` (indexes of an assistant event's tool calls
+  the tool run right after it leaves unanswered; None when none is) and
+  `Event.orphan_result` (a tool result answering no call). The inspection is local (an
+  assistant event's calls are answered only by the run of tool events right after it in
+  the active history, and the scan starts afresh at every event that is not a tool
+  result), so the verdicts of events after a compaction are those of the live history,
+  and an append changes at most the verdict of the last tool-call group. The protocol
+  page reads the flagged rows only (index `event_protocol_idx`).
+- The session's token totals (`Session.tokens_input`, `tokens_output`, `tokens_cached`):
+  the sums `search.numbers` defines, over the active events.
+
+Appends keep both with a few bounded statements (`note_appended`, `note_tokens_added`);
+every write that rewrites history (imports, deletes, archiving, OTLP and tail rebuilds,
+crash recovery) ends in the full recomputation `refresh_page_facts`, which
+`store.resume.refresh_resume_status` calls. `tests/test_page_facts.py` compares the kept
+values with the full recomputation after every write path, on every corpus file and demo
+session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import (
+    BigIntegerField,
+    BooleanField,
+    Case,
+    Exists,
+    ExpressionWrapper,
+    F,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
+
+from agentops.runtime.model import Event, Role
+from agentops.runtime.protocol import (
+    OrphanResult,
+    ToolProtocolIssue,
+    inspect_orphan_results,
+    inspect_tool_protocol,
+)
+from sessions_app import models
+from sessions_app.search.numbers import token_expressions
+from sessions_app.store.columns import EVENT_RUNTIME_COLUMNS
+from sessions_app.store.rows import event_from_values
+
+__all__ = [
+    "KeptProtocol",
+    "Marks",
+    "kept_protocol_pass",
+    "legacy_after_append",
+    "legacy_after_begin",
+    "legacy_events_exist",
+    "note_appended",
+    "note_tokens_added",
+    "protocol_marks",
+    "refresh_page_facts",
+    "stored_marks",
+    "token_sums",
+    "write_marks",
+]
+
+Marks = tuple[list[int] | None, bool]
+"""(unanswered call indexes or None, orphan result) of one event."""
+
+_CLEAN: Marks = (None, False)
+_TOOL = Role.TOOL.value
+
+
+def protocol_marks(events: Sequence[Event]) -> dict[int, Marks]:
+    """{event id: marks} of the events of `events` (a run of the active history, in id
+    order) that the runtime's inspector flags (`inspect_tool_protocol`,
+    `inspect_orphan_results`); events not named are clean. No query."""
+    marks: dict[int, Marks] = {}
+    by_id = {event.id: event for event in events}
+    for issue in inspect_tool_protocol(events):
+        calls = by_id[issue.event_id].content.tool_calls
+        unanswered = [i for i, call in enumerate(calls) if any(call is u for u in issue.tool_calls)]
+        marks[issue.event_id] = (unanswered, False)
+    for orphan in inspect_orphan_results(events):
+        marks[orphan.event_id] = (marks.get(orphan.event_id, _CLEAN)[0], True)
+    return marks
+
+
+def stored_marks(session_id: str) -> dict[int, Marks]:
+    """{event id: stored marks} of the session's flagged events, active or not (an event
+    that left the active history keeps none); one query."""
+    rows = (
+        models.Event.objects.filter(session_id=session_id)
+        .flagged()
+        .values_list("id", "unanswered_calls", "orphan_result")
+    )
+    return {row_id: (unanswered, orphan) for row_id, unanswered, orphan in rows}
+
+
+def write_marks(changed: dict[int, Marks]) -> None:
+    """Store `changed` ({event id: marks}); one UPDATE per distinct marks."""
+    by_marks: dict[str, list[int]] = {}
+    for event_id, marks in changed.items():
+        by_marks.setdefault(repr(marks), []).append(event_id)
+    for ids in by_marks.values():
+        unanswered, orphan = changed[ids[0]]
+        models.Event.objects.filter(pk__in=ids).update(
+            unanswered_calls=unanswered, orphan_result=orphan
+        )
+
+
+def refresh_page_facts(session_id: str, events: Sequence[Event]) -> dict[str, Any]:
+    """Recompute the session's kept page facts from `events` (its active events in id
+    order, as `store.resume.protocol_events` builds them): store the marks that changed
+    (one query, plus one UPDATE per distinct changed mark) and return the session row's
+    token totals and legacy flag as expressions for the caller's UPDATE of that row."""
+    wanted = protocol_marks(events)
+    stored = stored_marks(session_id)
+    changed = {i: m for i, m in wanted.items() if stored.get(i) != m}
+    changed.update({i: _CLEAN for i in stored if i not in wanted})
+    write_marks(changed)
+    return {**token_sums(session_id), "has_legacy_events": legacy_events_exist(session_id)}
+
+
+def token_sums(session_id: str, **event_filter: Any) -> dict[str, Any]:
+    """{`tokens_input`: ..., `tokens_output`: ..., `tokens_cached`: ...}: subqueries
+    summing `search.numbers`' token expressions over the session's active events
+    (narrowed by `event_filter`), for an UPDATE of the session row."""
+    events = models.Event.objects.active().filter(
+        session_id=session_id, usage__isnull=False, **event_filter
+    )
+    sums = {}
+    for name, expression in token_expressions().items():
+        total = events.order_by().values("session_id").annotate(t=Sum(expression)).values("t")
+        sums[f"tokens_{name}"] = Coalesce(
+            Subquery(total, output_field=BigIntegerField()), 0, output_field=BigIntegerField()
+        )
+    return sums
+
+
+def note_tokens_added(session_id: str, first_id: int, last_id: int) -> None:
+    """Add the tokens of the session's new events `first_id`..`last_id` to its totals;
+    one UPDATE."""
+    added = token_sums(session_id, id__gte=first_id, id__lte=last_id)
+    models.Session.objects.filter(pk=session_id).update(
+        **{name: F(name) + value for name, value in added.items()}
+    )
+
+
+def note_appended(session_id: str, event: Event, event_id: int) -> None:
+    """Keep the page facts after `event` was stored as `event_id`, the session's newest
+    active event, in the append's transaction: its tokens (one UPDATE when it has usage)
+    and the marks of the tool-call group it joins (an assistant event with calls: one
+    UPDATE; a tool result: one query and one UPDATE; anything else: none)."""
+    if event.usage is not None:
+        note_tokens_added(session_id, event_id, event_id)
+    role = event.content.role
+    if role is Role.ASSISTANT and event.content.tool_calls:
+        unanswered = list(range(len(event.content.tool_calls)))
+        models.Event.objects.filter(pk=event_id).update(unanswered_calls=unanswered)
+    elif role is Role.TOOL:
+        _note_result(session_id, event, event_id)
+
+
+def _note_result(session_id: str, event: Event, event_id: int) -> None:
+    """The marks after a new tool result: it answers the first still unanswered call with
+    its call id of the group's assistant event (the last active event before it that is
+    not a tool result) when that event has calls left unanswered and the same turn id, as
+    the inspector matches (docs/runtime.md §5); else it is an orphan. Reads the assistant
+    event's row only: its kept marks say which calls earlier results left open."""
+    anchor = (
+        models.Event.objects.active()
+        .filter(session_id=session_id, id__lt=event_id)
+        .exclude(role=_TOOL)
+        .order_by("-id")
+        .values_list("id", "turn_id", "tool_calls", "unanswered_calls")
+        .first()
+    )
+    if anchor is not None:
+        anchor_id, turn_id, calls, unanswered = anchor
+        answered = event.content.answered_call_id
+        if unanswered and turn_id == event.turn_id:
+            for index in unanswered:
+                if index < len(calls) and calls[index].get("id") == answered:
+                    left = [i for i in unanswered if i != index] or None
+                    write_marks({anchor_id: (left, False)})
+                    return
+    write_marks({event_id: (None, True)})
+
+
+@dataclass
+class KeptProtocol:
+    """What the protocol page shows, read from the kept marks (`kept_protocol_pass`)."""
+
+    issues: list[ToolProtocolIssue] = field(default_factory=list)
+    orphans: list[tuple[OrphanResult, Event]] = field(default_factory=list)
+    pending: dict[int, list[str]] = field(default_factory=dict)
+    """{issue event id: the call ids its source marks as awaiting a person}."""
+    compacted: int = 0
+    """Active events before the live history (the last compaction)."""
+
+
+def kept_protocol_pass(session_id: str) -> KeptProtocol:
+    """What `store.stream.live_protocol_pass` finds (the issues and orphan results of the
+    live history, how many active events came before it), read from the kept marks, with
+    each orphan's event and each issue's pending call ids. Reads only the flagged events:
+    one query, one for where the live history starts and one to count the compacted
+    events when it has a compaction. Positions are not known (0): no page shows them.
+    Raises `UnreadableRowError` for a flagged row that is not a valid event."""
+    from sessions_app.store.stream import live_start_id
+
+    start = live_start_id(session_id) or 0
+    active = models.Event.objects.active().filter(session_id=session_id)
+    rows = active.filter(id__gte=start).flagged().order_by("id")
+    kept = KeptProtocol()
+    extra = ("unanswered_calls", "orphan_result", "pending_call_ids")
+    for row in rows.values(*EVENT_RUNTIME_COLUMNS, *extra):
+        event = event_from_values(row)
+        if row["unanswered_calls"] is not None:
+            calls = event.content.tool_calls
+            unanswered = tuple(calls[i] for i in row["unanswered_calls"] if i < len(calls))
+            kept.issues.append(
+                ToolProtocolIssue(session_id, event.turn_id, event.id, unanswered, position=0)
+            )
+            kept.pending[event.id] = row["pending_call_ids"]
+        if row["orphan_result"]:
+            call_id = event.content.answered_call_id
+            orphan = OrphanResult(session_id, event.turn_id, event.id, call_id, position=0)
+            kept.orphans.append((orphan, event))
+    kept.compacted = active.filter(id__lt=start).count() if start else 0
+    return kept
+
+
+def legacy_events_exist(session_id: str) -> Exists:
+    """SQL: does the session have an active event whose turn id names none of its turn
+    records (legacy events, docs/runtime.md §2)? Reads every event of the session: for
+    full recomputations only (`Session.has_legacy_events` keeps the answer)."""
+    turns = models.Turn.objects.filter(session_id=session_id).values("id")
+    events = models.Event.objects.active().filter(session_id=session_id)
+    return Exists(events.exclude(turn_id__in=turns))
+
+
+def legacy_after_append(session_id: str, turn_ids: Sequence[str]) -> dict[str, Any]:
+    """The session row's `has_legacy_events` once events of `turn_ids` are appended, as
+    an expression for the append's own UPDATE of that row (no statement of its own):
+    true when it was, or when one of them names no turn record of the session."""
+    turns = models.Turn.objects.filter(session_id=session_id)
+    unknown = [~Exists(turns.filter(pk=turn_id)) for turn_id in dict.fromkeys(turn_ids)]
+    condition = Q(has_legacy_events=True)
+    for expression in unknown:
+        condition |= Q(expression)
+    return {"has_legacy_events": ExpressionWrapper(condition, output_field=BooleanField())}
+
+
+def legacy_after_begin(session_id: str) -> dict[str, Any]:
+    """The session row's `has_legacy_events` once a turn record is added, for the UPDATE
+    that records it: recomputed (`legacy_events_exist`) only when it was true, since a
+    new record can only turn legacy events into a turn's."""
+    return {
+        "has_legacy_events": Case(
+            When(has_legacy_events=True, then=legacy_events_exist(session_id)),
+            default=Value(False),
+            output_field=BooleanField(),
+        )
+    }
