@@ -61,6 +61,9 @@ def test_three_otlp_batches_of_a_running_turn_appear_live(
         page.screenshot(path=f"{screenshot_dir}/otlp-live-390.png", full_page=True)
         page.reload()  # a fresh page agrees with what arrived live
         page.wait_for_selector(".live-indicator[data-state=live]")
+        # A stored turn's events load when they scroll into view (at 390 px they may be
+        # below the fold), as a reader scrolls to them.
+        page.locator(LAST + " .events").scroll_into_view_if_needed()
         _wait_for_text(page, "The slow tool is done.")
         assert page.locator(LAST + " .tool-call").count() == 1
         assert page.locator(LAST + " .event-count").get_attribute("data-count") == "4"
