@@ -45,20 +45,36 @@ def serve(database: Path, log: Path) -> Iterator[tuple[int, subprocess.Popen[byt
     """daphne serving the project on the SQLite file `database` (no live demo, the
     in-memory channel layer), output to `log`; yields (port, process) once it answers,
     and stops it afterwards."""
+    env = {"DATABASE_URL": f"sqlite:///{database}", "REDIS_URL": ""}
+    with _daphne(env, log) as served:
+        yield served
+
+
+@contextmanager
+def serve_this_database(log: Path, **env: str) -> Iterator[str]:
+    """daphne serving the project on this process's database (its environment, plus
+    `env`; no live demo), output to `log`; yields its URL once it answers."""
+    with _daphne(env, log) as (port, _server):
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def _daphne(env: dict[str, str], log: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     port = free_port()
-    env = {
+    environment = {
         **os.environ,
-        "DATABASE_URL": f"sqlite:///{database}",
         "DJANGO_SETTINGS_MODULE": "agentops.settings",
         "AGENTOPS_LIVE_DEMO": "false",
-        "REDIS_URL": "",
+        "PORT": str(port),
+        **env,
     }
+    environment.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     argv = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
     with log.open("wb") as out:
         server = subprocess.Popen(
             [*argv, "agentops.asgi:application"],
             cwd=settings.BASE_DIR,
-            env=env,
+            env=environment,
             stdout=out,
             stderr=out,
         )
@@ -68,6 +84,20 @@ def serve(database: Path, log: Path) -> Iterator[tuple[int, subprocess.Popen[byt
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def operator_cookie(username: str) -> str:
+    """A signed-in operator's session cookie (``name=value``), the user made now."""
+    from django.contrib.auth.models import Group, User
+    from django.test import Client
+
+    from sessions_app.roles import OPERATORS
+
+    user = User.objects.create_user(username, password=f"pw-{username}")
+    user.groups.add(Group.objects.get_or_create(name=OPERATORS)[0])
+    web = Client()
+    web.force_login(user)
+    return f"{settings.SESSION_COOKIE_NAME}={web.cookies[settings.SESSION_COOKIE_NAME].value}"
 
 
 def get(port: int, path: str, cookie: str, headers: dict[str, str] | None = None) -> dict[str, Any]:

@@ -29,20 +29,18 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
-import os
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import django
 
-from sessions_app.benchmarks.children.ingest_child import _free_port, _percentile
+from sessions_app.benchmarks.children.ingest_child import _percentile
 
 _EVENT_ID = re.compile(r'data-event-id="(\d+)"')
 SUBJECTS = ("protobuf", "protobuf_gzip", "json", "writer_only")
@@ -279,40 +277,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     options = json.loads(raw)
     django.setup()
     from django.conf import settings
-    from django.contrib.auth.models import Group, User
     from django.core.management import call_command
-    from django.test import Client
 
     from sessions_app.api.keys import create_key
-    from sessions_app.roles import OPERATORS
+    from sessions_app.benchmarks.http_server import operator_cookie, serve_this_database
 
     call_command("migrate", verbosity=0)
     key = create_key("bench-otlp").key
-    user = User.objects.create_user("bench-operator", password="pw-bench-operator")
-    user.groups.add(Group.objects.get_or_create(name=OPERATORS)[0])
-    web = Client()
-    web.force_login(user)
-    cookie = f"{settings.SESSION_COOKIE_NAME}={web.cookies[settings.SESSION_COOKIE_NAME].value}"
-    port = _free_port()
-    env = {**os.environ, "PORT": str(port), "AGENTOPS_LIVE_DEMO": "false",
-           "AGENTOPS_OTLP_SPANS_PER_SECOND": "0"}  # fmt: skip
-    server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-         "agentops.asgi:application"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        print(json.dumps(measure(f"http://127.0.0.1:{port}", key, cookie, options)))
-    finally:
-        server.terminate()
-        server.wait(30)
+    cookie = operator_cookie("bench-operator")
+    log = Path(settings.BASE_DIR) / ".local" / "bench-otlp-daphne.log"
+    with serve_this_database(log, AGENTOPS_OTLP_SPANS_PER_SECOND="0") as url:
+        print(json.dumps(measure(url, key, cookie, options)))
 
 
 if __name__ == "__main__":
