@@ -247,8 +247,13 @@ if REDIS_URL:
         }
     }
 else:
+    # Channels' in-memory layer without its scan of every channel on each message
+    # (sessions_app/live/layers.py).
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+        "default": {
+            "BACKEND": "sessions_app.live.layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": 1000},
+        }
     }
 
 AUTH_PASSWORD_VALIDATORS = [
