@@ -5,8 +5,8 @@ read sessions (`roles.can_view`), 4404 for an unknown session (or an id no sessi
 have). An open socket closes with 4403 as soon as that right ends: on sign-out of the
 sign-in it was opened with, and when the user is deactivated, deleted or loses the role
 (`sessions_app.live.revocation` tells the user's group ``watcher.user.<id>``), and at the
-latest ``AGENTOPS_WATCHER_RECHECK_SECONDS`` later (each socket re-reads its sign-in and
-user that often); after that close it sends nothing more. Then the consumer joins this
+latest ``AGENTOPS_WATCHER_RECHECK_SECONDS`` later (`revocation.recheck_periodically`
+re-reads its sign-in and user that often); after that close it sends nothing more. Then the consumer joins this
 process's feed of the session (`fanout`: one subscription to the session's group per
 process, however many sockets watch it) *before* it reads what the watcher missed, so
 nothing falls between the catch-up query and live traffic; what the feed hands over
@@ -35,8 +35,6 @@ joined when the process fell behind):
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -46,11 +44,9 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
-from django.contrib.auth import get_user
-from django.http import HttpRequest
 
 from sessions_app.ids import session_id_problem, turn_id_problem
-from sessions_app.live import fanout
+from sessions_app.live import fanout, revocation
 from sessions_app.live.fanout import Batch
 from sessions_app.live.payloads import event_payloads_after, turn_payloads
 from sessions_app.live.revocation import user_group
@@ -100,9 +96,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
     session_id: str = ""
     watcher_group: str = ""
     watching: bool = False
+    sign_in: str = ""
     revoked: bool = False
     behind: bool = False
-    _recheck: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         """Check access, join the session's feed, accept, and catch up when ``?after=``
@@ -124,7 +120,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         await fanout.watch(self.session_id, self)
         self.watching = True
         await self.accept()
-        self._recheck = asyncio.create_task(self._recheck_periodically())
+        self.sign_in = str(getattr(self.scope.get("session"), "session_key", "") or "")
+        revocation.recheck_periodically(self.sign_in, self)
         query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
         after = _int(query.get("after", [""])[0])
         if after is not None:
@@ -133,15 +130,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
             await self._send_held()
 
     async def disconnect(self, code: int) -> None:
-        """Leave the feed and the user's group; stop the periodic re-check."""
+        """Leave the feed and the user's group; no more periodic re-checks."""
         await self._leave()
 
     async def _leave(self) -> None:
-        if self._recheck is not None and self._recheck is not asyncio.current_task():
-            self._recheck.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._recheck
-        self._recheck = None
+        revocation.stop_rechecking(self.sign_in, self)
         self.held.clear()
         if self.watching:
             self.watching = False
@@ -150,20 +143,13 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
             await self.channel_layer.group_discard(self.watcher_group, self.channel_name)
         self.watcher_group = ""
 
-    async def _revoke(self) -> None:
+    async def revoke(self) -> None:
         """The right to watch ended: send nothing more, leave the groups, close 4403."""
         if self.revoked:
             return
         self.revoked = True
         await self._leave()
         await self.close(code=CLOSE_FORBIDDEN)
-
-    async def _recheck_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(settings.AGENTOPS_WATCHER_RECHECK_SECONDS)
-            if not await self._still_may_view():
-                await self._revoke()
-                return
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Decode a JSON frame; a frame that is not JSON text gets the error message too
@@ -237,14 +223,9 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
 
     @_in_thread
     def _still_may_view(self) -> bool:
-        """Whether the sign-in this socket was opened with still exists and its user (read
-        afresh: active, password unchanged, role) may view sessions."""
-        key = getattr(self.scope.get("session"), "session_key", None)
-        if not key:
-            return False
-        request = HttpRequest()
-        request.session = self.scope["session"].__class__(session_key=key)
-        return can_view(get_user(request))
+        """Whether the sign-in this socket was opened with still exists and its user may
+        view sessions (`revocation.signed_in_may_view`)."""
+        return bool(self.sign_in) and revocation.signed_in_may_view(self.sign_in)
 
     @_in_thread
     def _session_exists(self) -> bool:
@@ -264,13 +245,13 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
     async def watcher_recheck(self, message: dict[str, Any]) -> None:
         """The user's rights may have changed (`revocation`): close unless still a viewer."""
         if not await self._still_may_view():
-            await self._revoke()
+            await self.revoke()
 
     async def watcher_logout(self, message: dict[str, Any]) -> None:
         """The user signed out of a sign-in: close when it is the one of this socket."""
         key = getattr(self.scope.get("session"), "session_key", None)
         if key and message.get("session_key") == key:
-            await self._revoke()
+            await self.revoke()
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Dispatch as usual, but ignore message types this consumer does not know (a
