@@ -6,14 +6,14 @@ have). An open socket closes with 4403 as soon as that right ends: on sign-out o
 sign-in it was opened with, and when the user is deactivated, deleted or loses the role
 (`sessions_app.live.revocation` tells the user's group ``watcher.user.<id>``), and at the
 latest ``AGENTOPS_WATCHER_RECHECK_SECONDS`` later (`revocation.recheck_periodically`
-re-reads its sign-in and user that often); after that close it sends nothing more. Then the consumer joins this
-process's feed of the session (`fanout`: one subscription to the session's group per
-process, however many sockets watch it) *before* it reads what the watcher missed, so
-nothing falls between the catch-up query and live traffic; what the feed hands over
-meanwhile is held and sent after the catch-up, de-duplicated by event id. With
-``?after=<id>`` it catches up on connect: the turns listed in ``turns`` (those the page
-shows as running), the running turns and the turns of missed events, then every active
-event with id > after, in id order. A socket that falls more than
+re-reads its sign-in and user that often); after that close it sends nothing more.
+Then the consumer joins this process's feed of the session (`fanout`: one subscription
+to the session's group per process, however many sockets watch it) *before* it reads what
+the watcher missed, so nothing falls between the catch-up query and live traffic; what
+the feed hands over meanwhile is held and sent after the catch-up, de-duplicated by event
+id. With ``?after=<id>`` it catches up on connect: the turns listed in ``turns`` (those
+the page shows as running), the running turns and the turns of missed events, then every
+active event with id > after, in id order. A socket that falls more than
 ``AGENTOPS_WATCHER_BACKLOG`` messages behind, or whose feed missed messages, is closed
 with 4429 (`CLOSE_BEHIND`): the page reconnects with ``?after=<last id>`` and reads what
 it missed from the database, rather than this process holding it.
@@ -181,14 +181,16 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
 
     async def _send_held(self) -> None:
         while self.held and not self.behind:
-            for frame in self.position.frames(self.held.popleft()):
-                await self._send_frame(frame)
+            for message in self.position.messages(self.held.popleft()):
+                await self._send_frame(message)
         self.held_messages = 0
         self.catching_up = False
 
     async def _send_frame(self, frame: str) -> None:
         if not self.revoked and not self.behind:
-            await self.send(text_data=frame)
+            # Straight to the server (what `send(text_data=...)` ends in), once per frame
+            # per watcher.
+            await self.base_send({"type": "websocket.send", "text": frame})
 
     # -- what the session's feed hands over (fanout.Watcher) -----------------------------
 
@@ -203,8 +205,8 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
             if self.held_messages > settings.AGENTOPS_WATCHER_BACKLOG:
                 await self.resume_from_database()
             return
-        for frame in self.position.frames(batch):
-            await self._send_frame(frame)
+        for message in self.position.messages(batch):
+            await self._send_frame(message)
 
     async def resume_from_database(self) -> None:
         """Close with `CLOSE_BEHIND`: the client reconnects with ``?after=<last id>`` and

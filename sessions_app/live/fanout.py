@@ -10,8 +10,11 @@ to its watchers in `Batch`es: everything that arrived while it was serving the p
 batch goes in the next one. A batch whose first message waited more than `BEHIND_SECONDS`
 is marked `behind`: the process is not keeping up, and its watchers are sent fewer, fuller
 frames (fragments of one turn joined; see `sessions_app.live.watcher`) instead of falling
-further behind. It yields to the event loop every `YIELD_EVERY` watchers, so the turns this
-process runs are not held up by a long list of watchers.
+further behind. It yields to the event loop every `YIELD_EVERY` watchers, and after a pass
+over its watchers that took d seconds (more than `QUIET_PASS_SECONDS`) it rests d seconds
+before the next one: serving watchers takes at most about half of the process's event
+loop, so the turns this process runs keep their pace however many watch them (the
+watchers then get fuller batches, a little later).
 
 Nothing is lost silently: a message an outbox numbered (`outbox`) that arrives after a gap
 in its numbers, or a ``live.resync``, tells every watcher of the feed to resume from the
@@ -40,6 +43,9 @@ YIELD_EVERY = 50
 
 #: A batch whose first message waited longer than this is served as `Batch.behind`.
 BEHIND_SECONDS = 0.025
+
+#: A pass over the watchers that took longer than this is followed by a rest as long.
+QUIET_PASS_SECONDS = 0.005
 
 
 class Batch:
@@ -164,15 +170,17 @@ class Feed:
                     for watcher in watchers:
                         await _safely(watcher.resume_from_database())
                     continue
-                waited = asyncio.get_running_loop().time() - self.pending_since
-                batch = Batch(self.pending, behind=waited > BEHIND_SECONDS)
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                batch = Batch(self.pending, behind=started - self.pending_since > BEHIND_SECONDS)
                 self.pending = []
                 for index, watcher in enumerate(watchers, 1):
                     if watcher in self.watchers:
                         await _safely(watcher.take(batch))
                     if index % YIELD_EVERY == 0:
                         await asyncio.sleep(0)
-                await asyncio.sleep(0)
+                took = loop.time() - started
+                await asyncio.sleep(took if took > QUIET_PASS_SECONDS else 0)
         finally:
             self.serving = None
 
