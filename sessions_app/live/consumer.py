@@ -109,23 +109,25 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         self.held: deque[Batch] = deque()
         self.held_messages = 0
         self.catching_up = True
-        if not await self._may_view():
-            await self.close(code=CLOSE_FORBIDDEN)
-            return
-        if session_id_problem(self.session_id) or not await self._session_exists():
-            await self.close(code=CLOSE_NOT_FOUND)
+        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
+        after = _int(query.get("after", [""])[0])
+        turn_ids = _turn_ids(query.get("turns", [""])[0].split(","))
+        # Joined before anything is read, so nothing falls between the catch-up and the
+        # feed; what it hands over meanwhile is held (and dropped when refused).
+        await fanout.watch(self.session_id, self)
+        self.watching = True
+        refusal, missed = await self._admit(after, turn_ids)
+        if refusal:
+            await self._leave()
+            await self.close(code=refusal)
             return
         self.watcher_group = user_group(self.scope["user"].pk)
         await self.channel_layer.group_add(self.watcher_group, self.channel_name)
-        await fanout.watch(self.session_id, self)
-        self.watching = True
         await self.accept()
         self.sign_in = str(getattr(self.scope.get("session"), "session_key", "") or "")
         revocation.recheck_periodically(self.sign_in, self)
-        query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
-        after = _int(query.get("after", [""])[0])
-        if after is not None:
-            await self._catch_up(after, _turn_ids(query.get("turns", [""])[0].split(",")))
+        if after is not None and missed is not None:
+            await self._send_caught_up(after, *missed)
         else:
             await self._send_held()
 
@@ -175,6 +177,11 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         falls between), then what the feed handed over meanwhile."""
         self.catching_up = True
         turns, events = await self._missed(after, turn_ids)
+        await self._send_caught_up(after, turns, events)
+
+    async def _send_caught_up(
+        self, after: int, turns: list[dict[str, Any]], events: list[dict[str, Any]]
+    ) -> None:
         for frame in self.position.catch_up(after, turns, events):
             await self._send_frame(frame)
         await self._send_held()
@@ -219,9 +226,21 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         await self._leave()
 
     @_in_thread
-    def _may_view(self) -> bool:
+    def _admit(
+        self, after: int | None, turn_ids: list[str]
+    ) -> tuple[int, tuple[list[dict[str, Any]], list[dict[str, Any]]] | None]:
+        """In one call on the database thread: the close code refusing this socket (0 when
+        admitted) and, with `after`, what it missed (`_missed`)."""
         user = self.scope.get("user")
-        return user is not None and can_view(user)
+        if user is None or not can_view(user):
+            return CLOSE_FORBIDDEN, None
+        if session_id_problem(self.session_id):
+            return CLOSE_NOT_FOUND, None
+        if not Session.objects.filter(pk=self.session_id).exists():
+            return CLOSE_NOT_FOUND, None
+        if after is None:
+            return 0, None
+        return 0, self._read_missed(after, turn_ids)
 
     @_in_thread
     def _still_may_view(self) -> bool:
@@ -229,18 +248,15 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
         view sessions (`revocation.signed_in_may_view`)."""
         return bool(self.sign_in) and revocation.signed_in_may_view(self.sign_in)
 
-    @_in_thread
-    def _session_exists(self) -> bool:
-        return Session.objects.filter(pk=self.session_id).exists()
-
-    @_in_thread
-    def _missed(
+    def _read_missed(
         self, after: int, turn_ids: list[str]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         return (
             turn_payloads(self.session_id, after=after, turn_ids=turn_ids),
             event_payloads_after(self.session_id, after),
         )
+
+    _missed = _in_thread(_read_missed)
 
     # -- messages to the user's group (sessions_app.live.revocation) ---------------------
 

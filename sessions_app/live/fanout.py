@@ -11,7 +11,7 @@ batch goes in the next one. A batch whose first message waited more than `BEHIND
 is marked `behind`: the process is not keeping up, and its watchers are sent fewer, fuller
 frames (fragments of one turn joined; see `sessions_app.live.watcher`) instead of falling
 further behind. It yields to the event loop every `YIELD_EVERY` watchers, and after a pass
-over its watchers that took d seconds (more than `QUIET_PASS_SECONDS`) it rests d seconds
+over more of them that took d seconds (more than `QUIET_PASS_SECONDS`) it rests d seconds
 before the next one: serving watchers takes at most about half of the process's event
 loop, so the turns this process runs keep their pace however many watch them (the
 watchers then get fuller batches, a little later).
@@ -42,10 +42,12 @@ logger = logging.getLogger(__name__)
 YIELD_EVERY = 50
 
 #: A batch whose first message waited longer than this is served as `Batch.behind`.
-BEHIND_SECONDS = 0.025
+BEHIND_SECONDS = 0.1
 
-#: A pass over the watchers that took longer than this is followed by a rest as long.
+#: A pass over more than `YIELD_EVERY` watchers that took longer than this is followed by
+#: a rest as long (at most `MAX_REST_SECONDS`).
 QUIET_PASS_SECONDS = 0.005
+MAX_REST_SECONDS = 0.25
 
 
 class Batch:
@@ -180,7 +182,8 @@ class Feed:
                     if index % YIELD_EVERY == 0:
                         await asyncio.sleep(0)
                 took = loop.time() - started
-                await asyncio.sleep(took if took > QUIET_PASS_SECONDS else 0)
+                many = len(watchers) > YIELD_EVERY and took > QUIET_PASS_SECONDS
+                await asyncio.sleep(min(took, MAX_REST_SECONDS) if many else 0)
         finally:
             self.serving = None
 
