@@ -61,6 +61,7 @@ CLOSE_BEHIND = 4429
 CONNECTING_AT_ONCE = 20
 CONNECT_TRIES = 5
 
+FRAME_START = '<span id="live-state"'
 HEAD = re.compile(r'data-([a-z-]+)="([^"]*)"')
 STAMP = re.compile(r"t=(\d+\.\d+)")
 
@@ -124,7 +125,11 @@ class Watcher:
 
         try:
             async for text in self.socket:
-                self._frame(text if isinstance(text, str) else text.decode())
+                message = text if isinstance(text, str) else text.decode()
+                # A server that fell behind joins frames in one message, each beginning
+                # with its state element (as static/live.js reads them).
+                for frame in message.split(FRAME_START)[1:]:
+                    self._frame(FRAME_START + frame)
         except ConnectionClosed:
             pass
         code = self.socket.close_code
