@@ -11,9 +11,9 @@ batch goes in the next one. A batch whose first message waited more than `BEHIND
 is marked `behind`: the process is not keeping up, and its watchers are sent fewer, fuller
 frames (fragments of one turn joined; see `sessions_app.live.watcher`) instead of falling
 further behind. It yields to the event loop every `YIELD_EVERY` watchers, and after a pass
-over more of them that took d seconds (more than `QUIET_PASS_SECONDS`) it rests d seconds
-before the next one: serving watchers takes at most about half of the process's event
-loop, so the turns this process runs keep their pace however many watch them (the
+over more of them that took d seconds (more than `QUIET_PASS_SECONDS`) it rests d/2
+seconds before the next one: serving watchers takes at most about two thirds of the
+process's event loop, so the turns this process runs keep their pace however many watch them (the
 watchers then get fuller batches, a little later).
 
 Nothing is lost silently: a message an outbox numbered (`outbox`) that arrives after a gap
@@ -45,9 +45,11 @@ YIELD_EVERY = 50
 BEHIND_SECONDS = 0.1
 
 #: A pass over more than `YIELD_EVERY` watchers that took longer than this is followed by
-#: a rest as long (at most `MAX_REST_SECONDS`).
+#: a rest (`REST_SHARE` of it, at most `MAX_REST_SECONDS`).
 QUIET_PASS_SECONDS = 0.005
 MAX_REST_SECONDS = 0.25
+#: The rest after such a pass, as a share of its duration.
+REST_SHARE = 0.5
 
 
 class Batch:
@@ -183,7 +185,7 @@ class Feed:
                         await asyncio.sleep(0)
                 took = loop.time() - started
                 many = len(watchers) > YIELD_EVERY and took > QUIET_PASS_SECONDS
-                await asyncio.sleep(min(took, MAX_REST_SECONDS) if many else 0)
+                await asyncio.sleep(min(took * REST_SHARE, MAX_REST_SECONDS) if many else 0)
         finally:
             self.serving = None
 
