@@ -114,7 +114,7 @@ class Feed:
     async def subscribe(self) -> None:
         """Join the session's group with a channel of this feed; start reading it."""
         try:
-            self.channel = await self.layer.new_channel("live-feed.")
+            self.channel = await self.layer.new_channel()
             await self.layer.group_add(self.group, self.channel)
         except BaseException as error:
             self.ready.set_exception(error)

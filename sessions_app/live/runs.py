@@ -219,7 +219,7 @@ class _CancelListener:
         if layer is None:
             return None
         try:
-            channel = await layer.new_channel("turn-cancel.")
+            channel = await layer.new_channel()
             await layer.group_add(group_name(session_id), channel)
         except Exception:
             logger.warning("cannot listen for stop requests of %s", session_id, exc_info=True)
