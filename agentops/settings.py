@@ -250,8 +250,13 @@ if REDIS_URL:
         }
     }
 else:
+    # Channels' in-memory layer without its scan of every channel on each message
+    # (sessions_app/live/layers.py).
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+        "default": {
+            "BACKEND": "sessions_app.live.layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": 1000},
+        }
     }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -342,6 +347,11 @@ AGENTOPS_LIVE_DEMO = envbool("AGENTOPS_LIVE_DEMO", False)
 # Each live websocket re-reads its sign-in and user this often and closes (4403) when they
 # may no longer view sessions; sign-out, deactivation and role changes close it at once.
 AGENTOPS_WATCHER_RECHECK_SECONDS = envint("AGENTOPS_WATCHER_RECHECK_SECONDS", 30)
+# A live websocket more than this many messages behind is closed (4429) and resumes from
+# the database; a session's outbox holds at most this many messages waiting for the
+# channel layer (beyond that, its watchers resume from the database too).
+AGENTOPS_WATCHER_BACKLOG = envint("AGENTOPS_WATCHER_BACKLOG", 1000)
+AGENTOPS_LIVE_OUTBOX_MESSAGES = envint("AGENTOPS_LIVE_OUTBOX_MESSAGES", 10_000)
 
 # Transcript folders/files `manage.py watch_transcripts` follows when given no PATH
 # (comma-separated, `~` expanded); a server process with it set (`dev.py serve`) follows

@@ -47,7 +47,8 @@
       setIndicator("refused", "Not live: access refused (reload the page)");
       return;
     }
-    setIndicator("reconnecting", "Reconnecting…");
+    // 4429: this page fell too far behind; it resumes from its last event id.
+    setIndicator("reconnecting", code === 4429 ? "Catching up…" : "Reconnecting…");
     // The extension retries abnormal closes itself; a server that closed cleanly (a
     // restart) is retried here.
     if ([1006, 1011, 1012, 1013].indexOf(code) < 0) {
@@ -55,8 +56,18 @@
     }
   });
 
+  // A message may hold several frames (a server that fell behind joins them), each
+  // beginning with its #live-state: a frame's state is handled once its elements are in
+  // the page, i.e. when the next frame's state is swapped in, or when the message ends.
+  var framesInMessage = 0;
+  bar.addEventListener("htmx:wsBeforeMessage", function () { framesInMessage = 0; });
+
   // An insert (event into a turn, new turn into the timeline) of what is already shown.
   document.body.addEventListener("htmx:oobBeforeSwap", function (e) {
+    if (e.detail.target.id === "live-state") {
+      if (framesInMessage > 0) frameDone(liveState());
+      framesInMessage += 1;
+    }
     var first = e.detail.fragment.firstElementChild;
     if (first && first.id && first.id !== e.detail.target.id && document.getElementById(first.id)) {
       e.detail.shouldSwap = false;
@@ -78,15 +89,15 @@
     });
   }
 
-  bar.addEventListener("htmx:wsAfterMessage", function () {
-    var state = liveState();
+  function frameDone(state) {
     if (state.kind === "turn") turnChanged(state.turnId);
     if (state.kind === "todos") {
       document.dispatchEvent(new CustomEvent("agentops:todos-changed", {
         detail: { session_id: state.sessionId, version: parseInt(state.version, 10) }
       }));
     }
-  });
+  }
+  bar.addEventListener("htmx:wsAfterMessage", function () { frameDone(liveState()); });
 
   // Events lazily loaded by htmx may overlap those added live: keep the first.
   document.addEventListener("htmx:afterSettle", function () {

@@ -1,35 +1,40 @@
-"""`bench live`: latency from the Runner yielding an event to a watcher receiving it, and
-fan-out throughput, for 1, 10 and 100 watchers on the in-memory and Redis channel layers.
+"""`bench live`: real websocket watchers of a real daphne server, at 10 / 100 / 1,000
+watchers, on the in-memory channel layer and (when REDIS_URL is set) on Redis.
 
-What is measured, honestly:
-- a subprocess (`children.live_child`; one server process's worth: one event loop) with
-  `DATABASE_URL` pointing at a new SQLite file in a temp dir (never the dev database) and
-  the layer under test;
-- N watchers are `channels.testing.WebsocketCommunicator`s on the real `SessionConsumer`
-  (group join, channel layer, consumer dispatch, JSON encoding) in the same process; no
-  TCP socket, so network and browser time are not included;
-- a turn runs through the Runner on the Django store (`sessions_app.live.run_turn`); its
-  agent stamps ``time.perf_counter()`` into each event as it yields it, and each watcher
-  records receive time minus that stamp: "partial" for streamed fragments (never stored),
-  "complete" for stored events (includes the database write and the watcher's process
-  rendering the event's HTML, once for all its watchers);
-- latency runs pace the agent (`pace_ms` between events, default 20 ms: 50 fragments/s, a
-  fast model stream) so it is not saturated; at 100 watchers that is 5,000 messages/s;
-  throughput runs yield `events` fragments back to back and count delivered messages/s
-  (all watchers together) until the last watcher has the last one.
-Redis figures only when REDIS_URL is set or `-o redis_url=...` is given.
+What is measured (`children.live_child`, in a process of its own; the server is a daphne
+subprocess of it on a scratch SQLite file, never the dev database): the latency from the
+agent yielding a fragment or event to each watcher receiving its frame, the turn's duration
+with the watchers against the same turn with none (interleaved, per round), stored events
+a watcher never got (dropped), sockets told to resume from the database, and the server's
+memory and CPU. A turn is `steps` x (`partials` fragments + one stored event), `pace`
+seconds apart (default 6 x 10 events at 50 ms: 3 s, 20 events a second: at 1,000 watchers
+20,000 frames a second).
+
+Also, interleaved in one run: what one ``group_send`` + ``receive`` costs on Channels'
+in-memory layer and on ours (`sessions_app.live.layers`) with 1,000 watchers' channels
+open (the scan the library does on every message).
+
+`--json` prints, beside the rest: ``memory_1000_turn_slowdown``, ``memory_1000_p95_ms``,
+``memory_1000_dropped``, ``redis_100_turn_slowdown``, ``redis_100_p95_ms``,
+``redis_100_dropped``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import statistics
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from sessions_app.benchmarks import Figures, register, run_django_child
 from sessions_app.benchmarks.children import live_child
+
+#: Keys printed whatever else is measured (issue 17).
+HEADLINE = ("turn_slowdown", "p95_ms", "dropped")
 
 
 def _run_child(env_extra: dict[str, str], options: dict[str, Any]) -> dict[str, Any]:
@@ -42,39 +47,86 @@ def _run_child(env_extra: dict[str, str], options: dict[str, Any]) -> dict[str, 
         )
 
 
+async def _send_receive_us(layer_class: Any, channels: int, messages: int) -> float:
+    """Microseconds per group_send + receive on `layer_class` with `channels` other
+    channels waiting (each a watcher's own channel, all in one user's group)."""
+    layer = layer_class(capacity=1000)
+    waiting = []
+    for _ in range(channels):
+        name = await layer.new_channel()
+        waiting.append(asyncio.ensure_future(layer.receive(name)))
+        await layer.group_add("watcher.user.1", name)
+    feed = await layer.new_channel("live-feed.")
+    await layer.group_add("session.bench", feed)
+    await asyncio.sleep(0)
+    message = {"type": "live.event", "event": {"id": 1, "text": "x" * 200, "pair": None}}
+    start = time.perf_counter()
+    for _ in range(messages):
+        await layer.group_send("session.bench", message)
+        await layer.receive(feed)
+    elapsed = time.perf_counter() - start
+    for task in waiting:
+        task.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+    return elapsed / messages * 1e6
+
+
+def _layer_figures(rounds: int = 5) -> Figures:
+    from channels.layers import InMemoryChannelLayer as Stock
+
+    from sessions_app.live.layers import InMemoryChannelLayer as Ours
+
+    times: dict[str, list[float]] = {"channels": [], "ours": []}
+    for _ in range(rounds):
+        for name, layer in (("channels", Stock), ("ours", Ours)):
+            times[name].append(asyncio.run(_send_receive_us(layer, 1000, 500)))
+    figures: Figures = {}
+    for name, values in times.items():
+        figures[f"inmemory_layer_{name}_us_per_message_1000_channels"] = round(
+            statistics.median(values), 1
+        )
+        figures[f"inmemory_layer_{name}_us_range"] = [round(min(values), 1), round(max(values), 1)]
+    return figures
+
+
 @register("live")
 def bench_live(
     *,
-    watchers: str = "1,10,100",
-    partials: str | int = 200,
-    completes: str | int = 20,
-    pace_ms: str | int = 20,
-    events: str | int = 500,
+    watchers: str = "10,100,1000",
+    redis_watchers: str = "10,100",
+    rounds: str | int = 3,
+    steps: str | int = 6,
+    partials: str | int = 9,
+    pace_ms: str | int = 50,
     redis_url: str = "",
 ) -> Figures:
-    """Figures per layer and watcher count: ``<layer>_w<n>_partial_p50_ms`` ... ``_p99_ms``,
-    ``..._complete_p50_ms`` ... and ``<layer>_w<n>_fanout_msgs_per_s``.
+    """Figures ``<layer>_<n>_<name>`` per layer and watcher count (see the module and
+    `children.live_child`), the headline keys, and the layer comparison.
 
-    `watchers`: comma-separated counts; `partials` / `completes`: events per latency run;
-    `pace_ms`: pause between them; `events`: fragments per throughput run; `redis_url`:
-    default REDIS_URL (Redis skipped when neither is set).
+    `watchers` / `redis_watchers`: comma-separated counts per layer; `rounds`: pairs of
+    turns per count; `steps`, `partials`, `pace_ms`: the turn; `redis_url`: default
+    REDIS_URL (Redis skipped when neither is set).
     """
-    options = {
-        "watchers": [int(n) for n in str(watchers).split(",") if n.strip()],
-        "partials": int(partials),
-        "completes": int(completes),
-        "pace": int(pace_ms) / 1000,
-        "burst": int(events),
-    }
-    layers = {"memory": {"REDIS_URL": ""}}
+    turn = {"rounds": int(rounds), "steps": int(steps), "partials": int(partials),
+            "pace": int(pace_ms) / 1000}  # fmt: skip
     redis = redis_url or os.environ.get("REDIS_URL", "")
+    layers: dict[str, tuple[dict[str, str], str]] = {"memory": ({"REDIS_URL": ""}, watchers)}
     if redis:
-        layers["redis"] = {"REDIS_URL": redis}
+        prefix = f"asgi-bench-live-{os.getpid()}"
+        layers["redis"] = ({"REDIS_URL": redis, "REDIS_CHANNEL_PREFIX": prefix}, redis_watchers)
     figures: Figures = {}
-    for layer, env in layers.items():
-        for key, values in _run_child(env, options).items():
+    for layer, (env, counts) in layers.items():
+        options = {**turn, "watchers": [int(n) for n in counts.split(",") if n.strip()]}
+        result = _run_child(env, options)
+        figures[f"{layer}_server_idle_rss_mb"] = result.pop("server_idle_rss_mb")
+        for key, values in result.items():
             for name, value in values.items():
-                figures[f"{layer}_{key}_{name}"] = value
-    if not redis:
-        figures["redis"] = "skipped (set REDIS_URL or -o redis_url=...)"
-    return figures
+                figures[f"{layer}_{key.removeprefix('w')}_{name}"] = value
+    headline: Figures = {}
+    for layer, count in (("memory", 1000), ("redis", 100)):
+        for name in HEADLINE:
+            key = f"{layer}_{count}_{name}"
+            headline[key] = figures.get(key, "not measured" if layer == "memory" or redis else
+                                        "skipped (set REDIS_URL or -o redis_url=...)")  # fmt: skip
+    figures.update(_layer_figures())
+    return {**headline, **figures}

@@ -5,9 +5,15 @@ The room, module by module:
 - `payloads`: the values sent to a session's channel-layer group (events, partial events,
   turns, stop requests) and the catch-up a resuming watcher reads from the database;
 - `broadcast`: `LiveSessionService`, the session store that broadcasts as it stores;
+- `outbox`: the per-session outbox it posts to, drained by a task of its own (a turn never
+  waits for the channel layer or its watchers);
+- `fanout`: one subscription per server process to each watched session, serving all of
+  its sockets from one message per event; `watcher`: what one watcher is sent;
 - `render`: the HTML frames watchers receive, made from those values by the page's own
   partials, once per process;
 - `consumer` / `routing`: the websocket watchers connect to (gap-free resume);
+- `revocation`: closing sockets whose watcher lost the right to watch; `layers`: Channels'
+  in-memory layer without its scan of every channel on each message;
 - `runs`: running turns as tasks of this process (`run_turn`, `start_turn`), the stop
   protocol (`request_stop`) and the agent factory (`get_agent`);
 - `stuck`: dead turns (their owner is gone: recorded abandoned at once), stuck turns

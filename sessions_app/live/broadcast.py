@@ -3,8 +3,13 @@
 Every turn run through it (page, `manage.py run_turn`, the live demo) reaches every watcher
 in any process when the Redis channel layer is configured. It sends values only
 (`sessions_app.live.payloads`); the HTML is made where the watchers are
-(`sessions_app.live.consumer`). Broadcast failures are logged and never fail a turn: a
-watcher that missed something catches up from the database when it resumes.
+(`sessions_app.live.consumer`). It posts them to the session's outbox
+(`sessions_app.live.outbox`). While a turn runs through `runs.run_turn` (`deferring`), it
+goes on at once: the runner never waits for the channel layer or its watchers, and the run
+flushes the outbox when it ends. Otherwise (writes from outside a run: the API, OTLP, the
+tail, recovery) each write waits until its message reached the layer, as their event loop
+may end right after. Broadcast failures are logged and never fail a turn: a watcher
+that missed something catches up from the database when it resumes.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from django.conf import settings
 from agentops.runtime.model import Event
 from agentops.runtime.session import Turn, TurnOutcome, TurnReason
 from sessions_app.ingest.redaction import redact_text, redact_value
+from sessions_app.live import outbox
 from sessions_app.live.groups import broadcast
 from sessions_app.live.payloads import (
     EVENT,
@@ -62,9 +68,19 @@ class LiveSessionService(DjangoSessionService):
         self._turns: dict[str, TurnCalls] = {}
         #: Called with the turn when a turn begins (set by `runs.start_turn`).
         self.on_begin: Callable[[Turn], None] | None = None
+        #: While true, messages are posted without waiting for the layer (`runs.run_turn`
+        #: sets it for the run and flushes at its end).
+        self.deferring = False
+
+    async def _post(self, session_id: str, message: dict[str, Any]) -> None:
+        """Post `message` to the session's outbox; unless `deferring`, wait until it
+        reached the channel layer."""
+        outbox.post(session_id, message)
+        if not self.deferring:
+            await outbox.flush(session_id)
 
     async def append_event(self, event: Event) -> Event:
-        """Store (see `DjangoSessionService.append_event`), then broadcast ``live.event``."""
+        """Store (see `DjangoSessionService.append_event`), then post ``live.event``."""
         stored = await super().append_event(event)
         await self.announce_event(stored)
         return stored
@@ -81,7 +97,7 @@ class LiveSessionService(DjangoSessionService):
         else:  # a turn this store did not begin: what it stored before is in the database
             pair, count = await self._pair_from_database(values), None
         payload = {**values, "pair": pair, "event_count": count}
-        await send(stored.session_id, {"type": EVENT, "event": payload})
+        await self._post(stored.session_id, {"type": EVENT, "event": payload})
 
     @staticmethod
     async def _pair_from_database(values: dict[str, Any]) -> dict[str, Any] | None:
@@ -100,7 +116,7 @@ class LiveSessionService(DjangoSessionService):
             calls.ids.discard(event_id)
 
     async def broadcast_partial(self, event: Event) -> None:
-        """Send a partial event (as yielded by the runner) as ``live.partial``; its text,
+        """Post a partial event (as yielded by the runner) as ``live.partial``; its text,
         reasoning and tool calls are redacted like stored events when
         AGENTOPS_REDACT_RUNTIME_EVENTS is on (a fragment shows what the store will keep)."""
         payload = partial_payload(event, self._last_id.get(event.turn_id, 0))
@@ -111,7 +127,7 @@ class LiveSessionService(DjangoSessionService):
                 "reasoning": redact_text(payload["reasoning"]),
                 "tool_calls": redact_value(payload["tool_calls"]),
             }
-        await send(event.session_id, {"type": PARTIAL, "partial": payload})
+        await self._post(event.session_id, {"type": PARTIAL, "partial": payload})
 
     async def announce_turn(self, turn_id: str) -> None:
         """Broadcast ``live.turn`` with the stored turn `turn_id` (after a write elsewhere)."""
@@ -124,7 +140,7 @@ class LiveSessionService(DjangoSessionService):
             logger.warning("reading turn %s for watchers failed", turn_id, exc_info=True)
             return
         if payload is not None:
-            await send(payload["session_id"], {"type": TURN, "turn": payload})
+            await self._post(payload["session_id"], {"type": TURN, "turn": payload})
 
     async def _record_begin(self, session_id: str, turn: Turn) -> Turn:
         """Record the turn, then broadcast it: both are part of beginning it, so a stop

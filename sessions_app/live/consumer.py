@@ -5,14 +5,18 @@ read sessions (`roles.can_view`), 4404 for an unknown session (or an id no sessi
 have). An open socket closes with 4403 as soon as that right ends: on sign-out of the
 sign-in it was opened with, and when the user is deactivated, deleted or loses the role
 (`sessions_app.live.revocation` tells the user's group ``watcher.user.<id>``), and at the
-latest ``AGENTOPS_WATCHER_RECHECK_SECONDS`` later (each socket re-reads its sign-in and
-user that often); after that close it sends nothing more. Then the consumer joins the
-session's group (`groups.group_name`) *before* it reads what the watcher missed, so nothing
-falls between the catch-up query and live traffic; live messages that arrive meanwhile
-wait in the channel and are de-duplicated by event id when they are delivered. With
-``?after=<id>`` it catches up on connect: the turns listed in ``turns`` (those the page
-shows as running), the running turns and the turns of missed events, then every active
-event with id > after, in id order.
+latest ``AGENTOPS_WATCHER_RECHECK_SECONDS`` later (`revocation.recheck_periodically`
+re-reads its sign-in and user that often); after that close it sends nothing more.
+Then the consumer joins this process's feed of the session (`fanout`: one subscription
+to the session's group per process, however many sockets watch it) *before* it reads what
+the watcher missed, so nothing falls between the catch-up query and live traffic; what
+the feed hands over meanwhile is held and sent after the catch-up, de-duplicated by event
+id. With ``?after=<id>`` it catches up on connect: the turns listed in ``turns`` (those
+the page shows as running), the running turns and the turns of missed events, then every
+active event with id > after, in id order. A socket that falls more than
+``AGENTOPS_WATCHER_BACKLOG`` messages behind, or whose feed missed messages, is closed
+with 4429 (`CLOSE_BEHIND`): the page reconnects with ``?after=<last id>`` and reads what
+it missed from the database, rather than this process holding it.
 
 Client -> server (JSON):
 - ``{"type": "resume", "after": <event id>, "turns": [<turn ids shown running>]}``:
@@ -21,7 +25,8 @@ Client -> server (JSON):
 Server -> client: HTML frames for htmx's websocket extension (`sessions_app.live.render`:
 what each kind swaps, and the ``#live-state`` element each begins with). Group messages
 carry values (`sessions_app.live.payloads`); the frames are made here, where the watchers
-are, each event's and turn's once per process:
+are, once per process (`sessions_app.live.watcher`: the watcher's position, fragments
+joined when the process fell behind):
 - hello (after the catch-up); turn; event (stored, with its id; sent once, in id order);
   partial (ephemeral; a fragment whose complete event was already sent is dropped);
   cancel (a stop was requested); todos (the todo list changed); error (a frame from the
@@ -30,9 +35,8 @@ are, each event's and turn's once per process:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 from urllib.parse import parse_qs
@@ -40,15 +44,14 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
-from django.contrib.auth import get_user
-from django.http import HttpRequest
 
 from sessions_app.ids import session_id_problem, turn_id_problem
-from sessions_app.live import render
-from sessions_app.live.groups import group_name
+from sessions_app.live import fanout, revocation
+from sessions_app.live.fanout import Batch
 from sessions_app.live.payloads import event_payloads_after, turn_payloads
 from sessions_app.live.revocation import user_group
-from sessions_app.models import Session, Turn
+from sessions_app.live.watcher import WatcherFrames
+from sessions_app.models import Session
 from sessions_app.roles import can_view
 
 logger = logging.getLogger(__name__)
@@ -59,11 +62,11 @@ R = TypeVar("R")
 #: Close codes (application range 4000-4999), mirroring HTTP.
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
+#: Too far behind: reconnect with ``?after=<last event id>`` (the database has the rest).
+CLOSE_BEHIND = 4429
 
 #: What a frame that is not the protocol is answered with.
 ERROR = "expected {type: resume, after: id}"
-
-RUNNING = Turn.Status.RUNNING
 
 
 def _int(value: Any) -> int | None:
@@ -91,66 +94,64 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
     """One watcher of one session (see the module docstring)."""
 
     session_id: str = ""
-    group: str = ""
     watcher_group: str = ""
+    watching: bool = False
+    sign_in: str = ""
     revoked: bool = False
-    _recheck: asyncio.Task[None] | None = None
+    behind: bool = False
 
     async def connect(self) -> None:
-        """Check access, join the group, accept, and catch up when ``?after=`` is given."""
+        """Check access, join the session's feed, accept, and catch up when ``?after=``
+        is given."""
         self.session_id = self.scope["url_route"]["kwargs"]["session_id"]
-        # Highest complete event id sent; live events at or below it are duplicates.
-        self.sent_id = 0
-        # Last complete event id sent per turn; a partial older than that is stale.
-        self.turn_last_id: dict[str, int] = {}
-        # Turns whose streaming box this watcher was sent (cleared by the next event).
-        self.streaming: set[str] = set()
-        if not await self._may_view():
-            await self.close(code=CLOSE_FORBIDDEN)
-            return
-        if session_id_problem(self.session_id) or not await self._session_exists():
-            await self.close(code=CLOSE_NOT_FOUND)
-            return
-        self.group = group_name(self.session_id)
-        self.watcher_group = user_group(self.scope["user"].pk)
-        await self.channel_layer.group_add(self.watcher_group, self.channel_name)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
-        self._recheck = asyncio.create_task(self._recheck_periodically())
+        self.position = WatcherFrames(self.session_id)
+        # Batches the feed handed over while this watcher was catching up (sent after it).
+        self.held: deque[Batch] = deque()
+        self.held_messages = 0
+        self.catching_up = True
         query = parse_qs(self.scope.get("query_string", b"").decode(errors="replace"))
         after = _int(query.get("after", [""])[0])
-        if after is not None:
-            await self._catch_up(after, _turn_ids(query.get("turns", [""])[0].split(",")))
+        turn_ids = _turn_ids(query.get("turns", [""])[0].split(","))
+        # Joined before anything is read, so nothing falls between the catch-up and the
+        # feed; what it hands over meanwhile is held (and dropped when refused).
+        await fanout.watch(self.session_id, self)
+        self.watching = True
+        refusal, missed = await self._admit(after, turn_ids)
+        if refusal:
+            await self._leave()
+            await self.close(code=refusal)
+            return
+        self.watcher_group = user_group(self.scope["user"].pk)
+        await self.channel_layer.group_add(self.watcher_group, self.channel_name)
+        await self.accept()
+        self.sign_in = str(getattr(self.scope.get("session"), "session_key", "") or "")
+        revocation.recheck_periodically(self.sign_in, self)
+        if after is not None and missed is not None:
+            await self._send_caught_up(after, *missed)
+        else:
+            await self._send_held()
 
     async def disconnect(self, code: int) -> None:
-        """Leave the groups; stop the periodic re-check."""
+        """Leave the feed and the user's group; no more periodic re-checks."""
         await self._leave()
 
     async def _leave(self) -> None:
-        if self._recheck is not None and self._recheck is not asyncio.current_task():
-            self._recheck.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._recheck
-        self._recheck = None
-        for group in (self.group, self.watcher_group):
-            if group:
-                await self.channel_layer.group_discard(group, self.channel_name)
-        self.group = self.watcher_group = ""
+        revocation.stop_rechecking(self.sign_in, self)
+        self.held.clear()
+        if self.watching:
+            self.watching = False
+            await fanout.unwatch(self.session_id, self)
+        if self.watcher_group:
+            await self.channel_layer.group_discard(self.watcher_group, self.channel_name)
+        self.watcher_group = ""
 
-    async def _revoke(self) -> None:
+    async def revoke(self) -> None:
         """The right to watch ended: send nothing more, leave the groups, close 4403."""
         if self.revoked:
             return
         self.revoked = True
         await self._leave()
         await self.close(code=CLOSE_FORBIDDEN)
-
-    async def _recheck_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(settings.AGENTOPS_WATCHER_RECHECK_SECONDS)
-            if not await self._still_may_view():
-                await self._revoke()
-                return
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Decode a JSON frame; a frame that is not JSON text gets the error message too
@@ -169,59 +170,85 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
             if after is not None and isinstance(turns, list):
                 await self._catch_up(after, _turn_ids(turns))
                 return
-        await self._send_frame(render.error_frame(ERROR, self.sent_id))
+        await self._send_frame(self.position.error_frame(ERROR))
 
     async def _catch_up(self, after: int, turn_ids: list[str]) -> None:
+        """Send what was stored after `after` (read after joining the feed, so nothing
+        falls between), then what the feed handed over meanwhile."""
+        self.catching_up = True
         turns, events = await self._missed(after, turn_ids)
-        # Resend from `after` (the page skips events it shows already); live messages
-        # queued meanwhile with an id at or below the last one sent are then dropped.
-        self.sent_id = after
-        for turn in turns:
-            await self._send_turn(turn)
-        for event in events:
-            await self._send_event(event)
-        await self._send_frame(render.hello_frame(self.sent_id))
+        await self._send_caught_up(after, turns, events)
+
+    async def _send_caught_up(
+        self, after: int, turns: list[dict[str, Any]], events: list[dict[str, Any]]
+    ) -> None:
+        for frame in self.position.catch_up(after, turns, events):
+            await self._send_frame(frame)
+        await self._send_held()
+
+    async def _send_held(self) -> None:
+        while self.held and not self.behind:
+            for message in self.position.messages(self.held.popleft()):
+                await self._send_frame(message)
+        self.held_messages = 0
+        self.catching_up = False
 
     async def _send_frame(self, frame: str) -> None:
-        if not self.revoked:
-            await self.send(text_data=frame)
+        if not self.revoked and not self.behind:
+            # Straight to the server (what `send(text_data=...)` ends in), once per frame
+            # per watcher.
+            await self.base_send({"type": "websocket.send", "text": frame})
 
-    async def _send_event(self, event: dict[str, Any]) -> None:
-        if event["id"] <= self.sent_id:
+    # -- what the session's feed hands over (fanout.Watcher) -----------------------------
+
+    async def take(self, batch: Batch) -> None:
+        """Send the frames of `batch`; while catching up, hold it. A watcher more than
+        AGENTOPS_WATCHER_BACKLOG messages behind is told to resume from the database."""
+        if self.revoked or self.behind:
             return
-        self.sent_id = event["id"]
-        if event.get("turn_id"):
-            self.turn_last_id[event["turn_id"]] = event["id"]
-            self.streaming.discard(event["turn_id"])
-        await self._send_frame(render.event_frame(event))
+        if self.catching_up or len(batch.messages) > settings.AGENTOPS_WATCHER_BACKLOG:
+            self.held.append(batch)
+            self.held_messages += len(batch.messages)
+            if self.held_messages > settings.AGENTOPS_WATCHER_BACKLOG:
+                await self.resume_from_database()
+            return
+        for message in self.position.messages(batch):
+            await self._send_frame(message)
 
-    async def _send_turn(self, turn: dict[str, Any]) -> None:
-        if turn["status"] != RUNNING:
-            self.streaming.discard(turn["id"])
-        await self._send_frame(render.turn_frame(turn, self.sent_id))
+    async def resume_from_database(self) -> None:
+        """Close with `CLOSE_BEHIND`: the client reconnects with ``?after=<last id>`` and
+        reads what it missed from the database instead of this process holding it."""
+        if self.revoked or self.behind:
+            return
+        self.behind = True
+        self.held.clear()
+        await self.close(code=CLOSE_BEHIND)
+        await self._leave()
 
     @_in_thread
-    def _may_view(self) -> bool:
+    def _admit(
+        self, after: int | None, turn_ids: list[str]
+    ) -> tuple[int, tuple[list[dict[str, Any]], list[dict[str, Any]]] | None]:
+        """In one call on the database thread: the close code refusing this socket (0 when
+        admitted) and, with `after`, what it missed (`_missed`)."""
         user = self.scope.get("user")
-        return user is not None and can_view(user)
+        if user is None or not can_view(user):
+            return CLOSE_FORBIDDEN, None
+        if session_id_problem(self.session_id):
+            return CLOSE_NOT_FOUND, None
+        if not Session.objects.filter(pk=self.session_id).exists():
+            return CLOSE_NOT_FOUND, None
+        if after is None:
+            return 0, None
+        return 0, self._read_missed(after, turn_ids)
 
     @_in_thread
     def _still_may_view(self) -> bool:
-        """Whether the sign-in this socket was opened with still exists and its user (read
-        afresh: active, password unchanged, role) may view sessions."""
-        key = getattr(self.scope.get("session"), "session_key", None)
-        if not key:
-            return False
-        request = HttpRequest()
-        request.session = self.scope["session"].__class__(session_key=key)
-        return can_view(get_user(request))
+        """Whether the sign-in this socket was opened with still exists and its user may
+        view sessions (`revocation.signed_in_may_view`)."""
+        return bool(self.sign_in) and revocation.signed_in_may_view(self.sign_in)
 
-    @_in_thread
-    def _session_exists(self) -> bool:
-        return Session.objects.filter(pk=self.session_id).exists()
-
-    @_in_thread
-    def _missed(
+    def _read_missed(
         self, after: int, turn_ids: list[str]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         return (
@@ -229,50 +256,24 @@ class SessionConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # chan
             event_payloads_after(self.session_id, after),
         )
 
-    # -- group messages (one handler per type) -------------------------------------------
+    _missed = _in_thread(_read_missed)
+
+    # -- messages to the user's group (sessions_app.live.revocation) ---------------------
 
     async def watcher_recheck(self, message: dict[str, Any]) -> None:
         """The user's rights may have changed (`revocation`): close unless still a viewer."""
         if not await self._still_may_view():
-            await self._revoke()
+            await self.revoke()
 
     async def watcher_logout(self, message: dict[str, Any]) -> None:
         """The user signed out of a sign-in: close when it is the one of this socket."""
         key = getattr(self.scope.get("session"), "session_key", None)
         if key and message.get("session_key") == key:
-            await self._revoke()
-
-    async def live_event(self, message: dict[str, Any]) -> None:
-        """A stored event: forward once (ids at or below the last one sent are dropped)."""
-        await self._send_event(message["event"])
-
-    async def live_partial(self, message: dict[str, Any]) -> None:
-        """A fragment: forward unless its complete event was already sent."""
-        partial = message["partial"]
-        turn_id = partial.get("turn_id", "")
-        if partial.get("after_id", 0) < self.turn_last_id.get(turn_id, 0):
-            return
-        opens = turn_id not in self.streaming
-        self.streaming.add(turn_id)
-        await self._send_frame(render.partial_frame(partial, self.sent_id, opens=opens))
-
-    async def live_turn(self, message: dict[str, Any]) -> None:
-        """A turn began or changed status."""
-        await self._send_turn(message["turn"])
-
-    async def turn_cancel(self, message: dict[str, Any]) -> None:
-        """Someone asked to stop a turn (the owning process does the stopping)."""
-        turn_id = message.get("turn_id", "")
-        await self._send_frame(render.cancel_frame(turn_id, self.sent_id))
-
-    async def todos_changed(self, message: dict[str, Any]) -> None:
-        """The session's todo list changed (todos_app.services)."""
-        frame = render.todos_frame(self.session_id, message.get("version"), self.sent_id)
-        await self._send_frame(frame)
+            await self.revoke()
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        """Dispatch as usual, but ignore group message types this consumer does not know
-        (a newer sender must not break older watchers)."""
+        """Dispatch as usual, but ignore message types this consumer does not know (a
+        newer sender must not break older watchers)."""
         handler = getattr(self, str(message.get("type", "")).replace(".", "_"), None)
         if handler is None:
             logger.debug("ignoring message type %r", message.get("type"))

@@ -8,6 +8,13 @@ Messages sent to a session's group (`sessions_app.live.groups`), one consumer ha
 - ``{"type": "live.turn", "turn": TurnPayload}``: a turn began or changed status.
 - ``{"type": "turn.cancel", "session_id", "turn_id"}``: stop request; the process that
   runs the turn cancels it (`turn_id` "" = every turn of the session it runs).
+- ``{"type": "live.batch", "messages": [...]}``: several of the above, in order (what an
+  outbox sends when messages queued up while it waited for the layer; `unbatched`).
+- ``{"type": "live.resync"}``: messages were not kept (an outbox was full): every watcher
+  resumes from the database.
+
+Messages from a store's outbox also carry ``origin`` and ``seq`` (1, 2, ... per origin),
+by which a receiver notices one it missed (`sessions_app.live.outbox`, `fanout`).
 
 Payload shapes (times ISO 8601 UTC):
 
@@ -49,6 +56,9 @@ EVENT = "live.event"
 PARTIAL = "live.partial"
 TURN = "live.turn"
 CANCEL = "turn.cancel"
+TODOS = "todos.changed"
+BATCH = "live.batch"
+RESYNC = "live.resync"
 
 #: The event row fields an EventPayload carries (what the page's event partial shows).
 EVENT_FIELDS = (
@@ -60,6 +70,13 @@ EVENT_FIELDS = (
 # How far back a tool result caught up from the database looks for its call (events of
 # the same turn), when the call is not among the events caught up.
 _PAIR_WINDOW = 200
+
+
+def unbatched(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages a group message carries: those of a ``live.batch``, else itself."""
+    if message.get("type") == BATCH:
+        return list(message.get("messages") or [])
+    return [message]
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -12,23 +12,33 @@ that group a message, after the change is committed, and the consumer acts on it
   user from a fresh read of its sign-in and closes unless they still may view sessions.
 
 Sockets close with code 4403 (`consumer.CLOSE_FORBIDDEN`). Sending is best effort: a
-channel layer that is down must not fail the change, and each socket also re-checks every
-``AGENTOPS_WATCHER_RECHECK_SECONDS`` anyway.
+channel layer that is down must not fail the change, and each socket's sign-in is also
+re-read every ``AGENTOPS_WATCHER_RECHECK_SECONDS`` anyway (`recheck_periodically`): one
+sweep per server process, about once a second, reads the sign-ins that are due, each once
+however many sockets share it, in one call on a worker thread of its own (never the
+thread the process's turns write through), and closes the sockets of those that ended.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from collections.abc import Iterable
-from typing import Any
+from importlib import import_module
+from typing import Any, Protocol
 
 from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
-from django.contrib.auth import user_logged_out
+from django.conf import settings
+from django.contrib.auth import get_user, user_logged_out
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.http import HttpRequest
+
+from sessions_app.roles import can_view
 
 logger = logging.getLogger(__name__)
 
@@ -123,3 +133,84 @@ def connect_receivers() -> None:
     m2m_changed.connect(
         _on_group_permissions, sender=Group.permissions.through, dispatch_uid=f"{uid}.group"
     )
+
+
+# -- the periodic re-check ---------------------------------------------------------------
+
+
+class Revocable(Protocol):
+    """An open socket whose watcher may lose the right to watch (`consumer`)."""
+
+    async def revoke(self) -> None:
+        """Close 4403 and send nothing more."""
+
+
+def signed_in_may_view(session_key: str) -> bool:
+    """Whether sign-in `session_key` still exists and its user (read afresh: active,
+    password unchanged, role) may view sessions."""
+    request = HttpRequest()
+    request.session = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
+    return can_view(get_user(request))
+
+
+def _ended(session_keys: list[str]) -> list[str]:
+    return [key for key in session_keys if not signed_in_may_view(key)]
+
+
+class _Sweep:
+    """This process's (event loop's) periodic re-check (module docstring)."""
+
+    def __init__(self) -> None:
+        self.sockets: dict[str, set[Revocable]] = {}
+        self.due: dict[str, float] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        ended_of = database_sync_to_async(_ended, thread_sensitive=False)
+        try:
+            while self.sockets:
+                period = float(settings.AGENTOPS_WATCHER_RECHECK_SECONDS)
+                await asyncio.sleep(min(1.0, period))
+                now = loop.time()
+                keys = [key for key, due in self.due.items() if due <= now]
+                for key in keys:
+                    self.due[key] = now + period
+                if not keys:
+                    continue
+                try:
+                    ended = await ended_of(keys)
+                except Exception:
+                    logger.warning("re-checking live sockets' sign-ins failed", exc_info=True)
+                    continue
+                for key in ended:
+                    for socket in list(self.sockets.get(key, ())):
+                        await socket.revoke()
+        finally:
+            self.task = None
+
+
+_SWEEPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Sweep] = weakref.WeakKeyDictionary()
+
+
+def recheck_periodically(session_key: str, socket: Revocable) -> None:
+    """Re-read sign-in `session_key` every AGENTOPS_WATCHER_RECHECK_SECONDS while `socket`
+    is open; `socket.revoke()` when it ended or its user may no longer view sessions."""
+    loop = asyncio.get_running_loop()
+    sweep = _SWEEPS.setdefault(loop, _Sweep())
+    if session_key not in sweep.sockets:
+        sweep.sockets[session_key] = set()
+        sweep.due[session_key] = loop.time() + settings.AGENTOPS_WATCHER_RECHECK_SECONDS
+    sweep.sockets[session_key].add(socket)
+    if sweep.task is None:
+        sweep.task = loop.create_task(sweep.run(), name="agentops-watcher-recheck")
+
+
+def stop_rechecking(session_key: str, socket: Revocable) -> None:
+    """`socket` closed: no more re-checks for it."""
+    sweep = _SWEEPS.get(asyncio.get_running_loop())
+    if sweep is None or socket not in sweep.sockets.get(session_key, ()):
+        return
+    sweep.sockets[session_key].discard(socket)
+    if not sweep.sockets[session_key]:
+        del sweep.sockets[session_key], sweep.due[session_key]

@@ -27,9 +27,10 @@ from agentops.runtime.model import Content, Event
 from agentops.runtime.runner import AgentLike, Runner
 from agentops.runtime.session import Turn
 from agentops.runtime.todos import TodoStore
+from sessions_app.live import outbox
 from sessions_app.live.broadcast import LiveSessionService, send
 from sessions_app.live.groups import group_name
-from sessions_app.live.payloads import CANCEL
+from sessions_app.live.payloads import CANCEL, unbatched
 from sessions_app.projector import ProductProjector
 from sessions_app.store.owner import lease_seconds, renew_leases
 
@@ -166,6 +167,8 @@ async def run_turn(
             previous(turn)
 
     service.on_begin = begun
+    # The runner posts its messages and goes on (flushed below, when the run ends).
+    deferring, service.deferring = service.deferring, True
     listener = None
     renewer = asyncio.create_task(_renew_leases(turn_ids), name=f"agentops-lease-{session_id}")
     try:
@@ -186,6 +189,9 @@ async def run_turn(
                         await events.athrow(stop)
                     raise
     finally:
+        # What the run posted reaches the layer before it returns (its event loop may close).
+        service.deferring = deferring
+        await outbox.flush(session_id)
         service.on_begin = previous
         _OWNED.difference_update(turn_ids)
         renewer.cancel()
@@ -213,7 +219,7 @@ class _CancelListener:
         if layer is None:
             return None
         try:
-            channel = await layer.new_channel("turn-cancel.")
+            channel = await layer.new_channel()
             await layer.group_add(group_name(session_id), channel)
         except Exception:
             logger.warning("cannot listen for stop requests of %s", session_id, exc_info=True)
@@ -234,11 +240,12 @@ class _CancelListener:
                 logger.warning("stop-request listener: receive failed, retrying", exc_info=True)
                 await asyncio.sleep(0.2)
                 continue
-            if message.get("type") != CANCEL:
-                continue  # the run's own events, drained
-            wanted = message.get("turn_id") or ""
-            if not wanted or wanted in turn_ids:
-                self.task.cancel()
+            for one in unbatched(message):
+                if one.get("type") != CANCEL:
+                    continue  # the run's own events, drained
+                wanted = one.get("turn_id") or ""
+                if not wanted or wanted in turn_ids:
+                    self.task.cancel()
 
     async def stop(self) -> None:
         if self.reader is not None:

@@ -9,7 +9,7 @@ from asgiref.sync import async_to_sync
 
 from agentops.runtime.model import Content, Event, Role, ToolCall
 from sessions_app import live
-from sessions_app.live import broadcast
+from sessions_app.live import groups
 from tests.redaction_cases import SHAPES
 
 SECRET = next(shape for shape in SHAPES if shape.name.startswith("github")).text
@@ -21,7 +21,7 @@ def _sent_partial(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     async def record(session_id: str, message: dict[str, Any]) -> None:
         sent.append(message)
 
-    monkeypatch.setattr(broadcast, "send", record)
+    monkeypatch.setattr(groups, "broadcast", record)
     call = ToolCall(id="c1", name="deploy", arguments={"token": SECRET})
     content = Content(role=Role.ASSISTANT, text=f"use {SECRET}", tool_calls=(call,))
     event = Event(session_id="s", turn_id="t", author="agent", content=content, partial=True)

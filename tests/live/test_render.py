@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from agentops.runtime.model import Content, Event, Role, ToolCall
 from agentops.runtime.session import Turn
 from sessions_app import live
-from sessions_app.live import broadcast, render
+from sessions_app.live import groups, render
 from sessions_app.store import DjangoSessionService
 from tests.factories import make_session
 from tests.live.helpers import (
@@ -52,7 +52,7 @@ def test_a_stored_tool_result_is_broadcast_as_values_with_its_call_and_no_extra_
     async def record(session_id: str, message: dict[str, Any]) -> None:
         sent.append(message)
 
-    monkeypatch.setattr(broadcast, "broadcast", record)
+    monkeypatch.setattr(groups, "broadcast", record)
     service = live.LiveSessionService()
     turn = Turn(id="t-values", session_id="s-values", started_at=datetime.now(UTC))
     async_to_sync(service.begin_turn)("s-values", turn)
