@@ -11,6 +11,7 @@ from playwright.sync_api import Browser, Page
 from pytest_django.live_server_helper import LiveServer
 
 from sessions_app.models import Event
+from sessions_app.store import refresh_resume_status
 from tests.browser.conftest import sign_in
 from tests.factories import BASE, make_session
 
@@ -36,6 +37,7 @@ def test_search_box_finds_message_argument_and_result_and_header_shows_tokens(
         tool_response={"tool_call_id": "c1", "name": "lookup_order", "result": "Quixotic"},
         **common,
     )
+    refresh_resume_status(session.id)  # rows written behind the store: its kept totals too
     sign_in(page, live_server, operator_user.username, "pw-" + operator_user.username)
     for word in ("88231", "Zephyrco", "Quixotic"):
         page.fill("input[name=q]", "")

@@ -87,18 +87,17 @@ def _insert(rows: Iterator[tuple[Any, ...]]) -> None:
 
 
 def _todos(sid: str) -> None:
-    from todos_app.models import TodoChange, TodoItem, TodoList
+    """Three versions of the session's todo list (five items), written as an agent's
+    changes through the signal `todos_app` answers (sessions_app never imports it)."""
+    from agentops.runtime.todos import coerce_todos
+    from sessions_app.models import Session
+    from sessions_app.signals import session_todos_set
 
-    todo = TodoList.objects.create(session_id=sid, version=3, updated_at=BASE)
-    TodoItem.objects.bulk_create(
-        TodoItem(todo_list=todo, position=i, content=f"Check part {i}", status="pending")
-        for i in range(5)
-    )
-    TodoChange.objects.bulk_create(
-        TodoChange(todo_list=todo, version=v, actor="agent", action="write", before=[],
-                   after=[{"content": "x", "status": "pending"}], created_at=BASE)
-        for v in (1, 2, 3)
-    )  # fmt: skip
+    for version in range(1, 4):
+        items = [{"content": f"Check part {i}", "status": "pending"} for i in range(version + 2)]
+        session_todos_set.send(
+            sender=Session, session_id=sid, items=coerce_todos(items), turn_id="", event_id=None
+        )
 
 
 def build_sized(sizes: list[int]) -> dict[str, Any]:
