@@ -1,13 +1,11 @@
 // Live session page: htmx's websocket extension (hx-ext="ws" ws-connect on #live) connects,
 // reconnects with backoff and swaps the HTML frames the server sends (hx-swap-oob; see
 // sessions_app/live/render.py). This file adds what the extension cannot know:
-// - the resume position: each connection asks for the events after the last one seen
-//   (#live-state's data-last-id, which every frame updates) and for the turns shown
-//   running, so a reconnect resumes without gaps;
-// - a turn or event the page already shows is not added twice (live and lazily loaded
-//   events overlap);
-// - a turn's status on its <article> (its head is swapped), and calls still in flight
-//   when it ended shown as never answered;
+// - the resume position: each connection asks for the events after the last one seen (#live-state's
+//   data-last-id, which every frame updates) and the turns shown running: no gaps on reconnect;
+// - a turn or event the page already shows is not added twice (live and lazy events overlap);
+// - a turn's status on its <article> (its head is swapped), calls in flight when it ended shown
+//   as never answered;
 // - the indicator's Connecting / Reconnecting / refused states; todo-list changes as the
 //   agentops:todos-changed event (static/todos.js); composer notes for refused posts.
 // Without JavaScript the page is a plain, complete page (reload to update).

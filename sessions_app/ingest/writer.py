@@ -13,10 +13,11 @@ from django.db import connection, models, transaction
 
 from agentops.runtime.model import Event as RuntimeEvent
 from agentops.runtime.session import Turn as RuntimeTurn
+from sessions_app.ingest.exported import exported_ids, write_tool_outcomes
 from sessions_app.ingest.model_name import model_named
 from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTurn
 from sessions_app.ingest.redaction import redact_path
-from sessions_app.models import Event, Session, ToolOutcome, Turn
+from sessions_app.models import Event, Session, Turn
 from sessions_app.signals import parsed_session_written
 from sessions_app.store import (
     EVENT_INSERT_COLUMNS,
@@ -401,14 +402,14 @@ def finish_session(
         marks = protocol_marks(parsed_facts(parsed)[1])
     _write_page_facts(parsed, marks)
     event_ids, user_ids = (
-        _exported_ids(parsed, session) if parsed.todo_changes or parsed.tool_outcomes else ({}, {})
+        exported_ids(parsed, session) if parsed.todo_changes or parsed.tool_outcomes else ({}, {})
     )
     # The todo list, its items and audit rows (todos_app), in this transaction.
     parsed_session_written.send(
         sender=Session, session=session, parsed=parsed, event_ids=event_ids, user_ids=user_ids
     )
     if parsed.tool_outcomes:
-        _write_tool_outcomes(parsed, session, event_ids, user_ids)
+        write_tool_outcomes(parsed, session, event_ids, user_ids)
         refresh_resume_status(session.id)
 
 
@@ -428,48 +429,3 @@ def _write_page_facts(parsed: ParsedSession, marks: dict[int, Marks]) -> None:
     )
     if legacy or any(e.usage is not None for e in parsed.events):
         Session.objects.filter(pk=sid).update(has_legacy_events=legacy, **token_sums(sid))
-
-
-def _exported_ids(parsed: ParsedSession, session: Session) -> tuple[dict[int, int], dict[str, int]]:
-    """(exported event id -> stored id, username -> user id) for an agentops export's
-    audit rows and tool outcomes.
-
-    Event ids are database-assigned, so the exported ids are mapped by position: the
-    n-th stored event of the session is the n-th parsed one.
-    """
-    from django.contrib.auth import get_user_model
-
-    new_ids = list(
-        Event.objects.filter(session_id=session.id).order_by("id").values_list("id", flat=True)
-    )
-    id_map = {
-        e.original_id: new
-        for e, new in zip(parsed.events, new_ids, strict=True)
-        if e.original_id is not None
-    }
-    names = {c.get("user") for c in parsed.todo_changes} | {
-        o.get("recorded_by") for o in parsed.tool_outcomes
-    }
-    users = dict(
-        get_user_model()
-        .objects.filter(username__in=[n for n in names if n])
-        .values_list("username", "id")
-    )
-    return id_map, users
-
-
-def _write_tool_outcomes(
-    parsed: ParsedSession, session: Session, id_map: dict[int, int], users: dict[str, int]
-) -> None:
-    """The recorded tool outcomes of an agentops export, with event ids and users mapped."""
-    ToolOutcome.objects.bulk_create(
-        [
-            ToolOutcome(
-                **{k: v for k, v in o.items() if k not in ("recorded_by", "event_id")},
-                session=session,
-                event_id=id_map[o["event_id"]],
-                recorded_by_id=users.get(o.get("recorded_by") or ""),
-            )
-            for o in parsed.tool_outcomes
-        ]
-    )

@@ -10,12 +10,11 @@ one transaction per operation. The session's todo list is kept by whichever app 
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -46,6 +45,7 @@ from sessions_app.store.append_sql import (
     run_insert,
     sql_kind,
 )
+from sessions_app.store.cancel_after import cancel_after
 from sessions_app.store.owner import owner_fields
 from sessions_app.store.page_facts import (
     legacy_after_append,
@@ -61,8 +61,6 @@ from sessions_app.store.rows import (
 from sessions_app.store.run_lock import run_lock
 
 __all__ = ["DjangoSessionService"]
-
-_T = TypeVar("_T")
 
 
 class _TakeOrmPath(Exception):
@@ -299,7 +297,7 @@ class DjangoSessionService:
             )
         if turn.status is not TurnStatus.RUNNING:
             raise errors.InvalidTurnError(turn.id, f"a new turn must be running, not {turn.status}")
-        return await _cancel_after(self._record_begin(session_id, turn))
+        return await cancel_after(self._record_begin(session_id, turn))
 
     async def _record_begin(self, session_id: str, turn: Turn) -> Turn:
         """Record the turn (subclasses add what else belongs to beginning it)."""
@@ -442,27 +440,3 @@ class DjangoSessionService:
         `sessions_app.store.run_lock.run_lock`. `wait`: give up after that many seconds
         (None: wait as long as it takes); entering then raises TimeoutError."""
         return run_lock(app_name, user_id, session_id, wait=wait)
-
-
-async def _cancel_after(step: Awaitable[_T]) -> _T:
-    """Await `step` to its end even if the caller is cancelled meanwhile. Not cancelled:
-    its result or error. Cancelled: when `step` succeeded, return its result and cancel
-    the caller again (delivered at its next await); when it failed, raise the
-    cancellation. For a write that goes on without a cancelled caller (`begin_turn`)."""
-    inner = asyncio.ensure_future(step)
-    cancelled = False
-    while not inner.done():
-        try:
-            await asyncio.wait({inner})
-        except asyncio.CancelledError:
-            cancelled = True
-    if not cancelled:
-        return inner.result()
-    if inner.cancelled() or inner.exception() is not None:
-        raise asyncio.CancelledError
-    task = asyncio.current_task()
-    if task is not None:
-        # Same cancellation count, one delivery pending (asyncio.timeout reads the count).
-        task.uncancel()
-        task.cancel()
-    return inner.result()

@@ -2,8 +2,9 @@
 
 Turn statuses, reasons and failure stages are those of docs/runtime.md §2. "Stuck" is not a
 status: it is a running turn whose last event time is older than
-`settings.AGENTOPS_STUCK_AFTER_SECONDS` (see `TurnQuerySet.triage_queue`).
+`settings.AGENTOPS_STUCK_AFTER_SECONDS` (see `queue.triage_queue`).
 
+- `queue`: the turns it holds (`triage_queue`) and why each is there.
 - `filters`: the URL parameters (`?status=&code=&stage=&reason=&app=&tool=&page=`,
   combined with AND) and the lookups they become; `(none)` selects an empty code, stage or
   reason.

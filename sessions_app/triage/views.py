@@ -16,11 +16,11 @@ from django_htmx.http import push_url
 
 from sessions_app.access import require_viewer
 from sessions_app.http import HtmxHttpRequest
-from sessions_app.models import Turn
 from sessions_app.search.numbers import with_turn_tokens
 from sessions_app.triage.chart import build_chart, chart_counts
 from sessions_app.triage.facets import build_facets, facet_combinations
 from sessions_app.triage.filters import Filters
+from sessions_app.triage.queue import triage_queue
 from sessions_app.triage.rows import QueueRow
 from sessions_app.triage.tools import tool_counts, tool_facet, turns_calling
 from sessions_app.values import stuck_before
@@ -46,7 +46,7 @@ def turn_queue(request: HtmxHttpRequest) -> HttpResponse:
     require_viewer(request)
     now = timezone.now()
     filters = Filters.from_query(request.GET)
-    queue = Turn.objects.triage_queue(stuck_before(now))
+    queue = triage_queue(stuck_before(now))
     narrowed = turns_calling(queue, filters.tool) if filters.tool else queue
     filtered = narrowed.filter(**filters.lookups())
 
