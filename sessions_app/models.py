@@ -234,6 +234,11 @@ class Turn(models.Model):
             models.Index(fields=["session", "started_at", "id"], name="turn_session_order_idx"),
             # Triage and status filters: turns by status, newest first.
             models.Index(fields=["status", "-started_at"], name="turn_status_started_idx"),
+            models.Index(  # the triage queue's failed and interrupted turns, in its order
+                fields=["-started_at", "-id"],
+                condition=Q(status__in=["failed", "interrupted"]),
+                name="turn_queue_order_idx",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -442,3 +447,4 @@ from sessions_app.api.models import ApiKey as ApiKey  # noqa: E402
 from sessions_app.api.models import EventClientKey as EventClientKey  # noqa: E402
 from sessions_app.api.models import RunLease as RunLease  # noqa: E402
 from sessions_app.otlp.models import OtlpSpan as OtlpSpan  # noqa: E402
+from sessions_app.triage import models as triage_models  # noqa: E402, F401

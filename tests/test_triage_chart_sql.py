@@ -1,6 +1,6 @@
-"""The triage chart's days are computed by the database itself (issue 17: Django's
-`TruncDate` calls a Python function per row on SQLite), and equal the UTC days
-`TruncDate` gives."""
+"""The triage chart's days are UTC days computed by the database itself (issue 17: Django's
+`TruncDate` calls a Python function per row on SQLite): the kept tally's days equal the UTC
+days `TruncDate` gives, and reading the chart runs no Python date function."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from django.db.models.functions import TruncDate
 from django.test.utils import CaptureQueriesContext
 
 from sessions_app.models import Session, Turn
-from sessions_app.triage.chart import chart_counts
+from sessions_app.triage.filters import DIMENSIONS, Filters
+from sessions_app.triage.tally import tallied_chart
 
 pytestmark = pytest.mark.django_db
 
@@ -31,8 +32,8 @@ def test_chart_days_are_utc_days_computed_in_sql() -> None:
         for n, at in enumerate(moments)
     )
     with CaptureQueriesContext(connection) as queries:
-        counts = chart_counts(Turn.objects.all())
-    assert "django_datetime_cast_date" not in queries[0]["sql"]
+        counts = tallied_chart(Filters({name: "" for name in DIMENSIONS}))
+    assert len(queries) == 1 and "django_datetime_cast_date" not in queries[0]["sql"]
     expected = (
         Turn.objects.annotate(day=TruncDate("started_at", tzinfo=UTC))
         .values("day", "status")

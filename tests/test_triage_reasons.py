@@ -93,7 +93,7 @@ def test_query_count_with_blocking_rows_and_tokens(
             updated_at=now,
             usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
         )
-    with django_assert_num_queries(9):  # + the tool facet's counts (tests/test_triage_tools.py)
+    with django_assert_num_queries(10):  # + the tool facet's counts (tests/test_triage_tools.py)
         response = operator_client.get(URL)
     assert len(response.context["rows"]) == 6
     assert all(row.tokens.total == 12 for row in response.context["rows"])

@@ -110,7 +110,7 @@ def test_query_count_with_the_tool_facet_does_not_grow(
         calls(t, f"tool-{i % 4}", "deploy")
     # auth session, user, user perms, group perms, facet combinations, tool counts, chart,
     # count, rows
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(10):
         response = operator_client.get(URL, {"tool": "deploy", "app": "app-0"})
     assert response.status_code == 200
     assert facet_counts(response)["tool"]["deploy"] == len(ids(response))

@@ -69,13 +69,21 @@ def _summarise(
 
 
 @register("page")
-def bench_page(rounds: int | str = 5, quick: bool = False, **_: Any) -> Figures:
+def bench_page(rounds: int | str = 5, quick: bool = False, pages: str = "", **_: Any) -> Figures:
     """Build, serve and time the pages (module docstring). Returns per page the median
     ratio of the largest subject to the smallest (`<page>_ratio_<large>_vs_<small>`,
-    `..._range`) and each subject's median ms; `build_s` per database. Raises
-    RuntimeError when a child, a server or a request fails."""
+    `..._range`) and each subject's median ms; `build_s` per database. `pages` (``-o
+    pages=turns_page,sessions_list``) times only the pages named (all when empty); the
+    session of each size is built only when a session page is named. Raises RuntimeError
+    when a child, a server or a request fails, or a page name is unknown."""
     sizes, crowds = (QUICK_SIZES, QUICK_CROWDS) if quick else (SIZES, CROWDS)
     rounds = int(rounds)
+    named = {name for name in pages.split(",") if name}
+    unknown = named - set(SESSION_PAGES) - set(CROWD_PAGES)
+    if unknown:
+        raise RuntimeError(f"unknown page {sorted(unknown)[0]!r} (-o pages=...)")
+    session_pages = {p: path for p, path in SESSION_PAGES.items() if not named or p in named}
+    crowd_pages = {p: path for p, path in CROWD_PAGES.items() if not named or p in named}
     figures: Figures = {
         "rounds": rounds,
         "largest_events": sizes[-1],
@@ -85,8 +93,8 @@ def bench_page(rounds: int | str = 5, quick: bool = False, **_: Any) -> Figures:
         folder = Path(tmp)
         builds = {"sized": run_django_child(
             page_child.__name__, ["sized", *map(str, sizes)], folder / "sized.sqlite3"
-        )}  # fmt: skip
-        for crowd in crowds:
+        )} if session_pages else {}  # fmt: skip
+        for crowd in crowds if crowd_pages else ():
             builds[f"crowd{crowd}"] = run_django_child(
                 page_child.__name__, ["crowd", str(crowd)], folder / f"crowd{crowd}.sqlite3"
             )
@@ -97,9 +105,9 @@ def bench_page(rounds: int | str = 5, quick: bool = False, **_: Any) -> Figures:
                 serve(folder / f"{name}.sqlite3", folder / f"{name}.log")
             )
             ports[name] = port
-        sized = builds["sized"]
+        sized = builds.get("sized", {})
         subjects: dict[str, dict[int, tuple[int, str, str, bool]]] = {}
-        for page, pattern in SESSION_PAGES.items():
+        for page, pattern in session_pages.items():
             subjects[page] = {
                 size: (
                     ports["sized"],
@@ -111,7 +119,7 @@ def bench_page(rounds: int | str = 5, quick: bool = False, **_: Any) -> Figures:
                 )
                 for size in sizes
             }
-        for page, path in CROWD_PAGES.items():
+        for page, path in crowd_pages.items():
             subjects[page] = {
                 crowd: (ports[f"crowd{crowd}"], path, builds[f"crowd{crowd}"]["cookie"], False)
                 for crowd in crowds
@@ -129,8 +137,8 @@ def bench_page(rounds: int | str = 5, quick: bool = False, **_: Any) -> Figures:
                 shuffle.shuffle(order)
                 for size in order:
                     times[page][size].append(_time(*subject[size]))
-    for page in SESSION_PAGES:
+    for page in session_pages:
         _summarise(figures, f"{page}_ratio_100k_vs_100", times[page], sizes)
-    for page in CROWD_PAGES:
+    for page in crowd_pages:
         _summarise(figures, f"{page}_ratio_10k_vs_100_sessions", times[page], crowds)
     return figures

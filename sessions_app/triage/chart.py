@@ -1,23 +1,17 @@
 """The triage queue's chart: failed and interrupted turns per UTC day, as SVG geometry.
 
-The counts come from one grouped query over at most the newest CHART_DAYS days with data;
-`build_chart` lays them out as stacked bars in the user units of the SVG's viewBox, so
-the template only draws.
+The counts come from the kept tally (`tally.tallied_chart`: at most the newest CHART_DAYS
+days with data); `build_chart` lays them out as stacked bars in the user units of the
+SVG's viewBox, so the template only draws.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, date, timedelta
-from typing import Any
+from datetime import date, timedelta
 
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Count
-from django.db.models.functions import TruncDate
-from django.db.models.sql.compiler import SQLCompiler
-
-from sessions_app.models import Turn, TurnQuerySet
+from sessions_app.models import Turn
 
 CHART_DAYS = 30
 """Most days the chart shows (fewer when the data spans fewer days)."""
@@ -97,45 +91,13 @@ CHART_STATUSES = (Turn.Status.FAILED, Turn.Status.INTERRUPTED)
 """The statuses the chart counts: the two terminal ones (stuck turns are in the queue only)."""
 
 
-class UtcDay(TruncDate):
-    """The UTC calendar day of a datetime column, computed by the database itself: on
-    SQLite its built-in `date()` of the stored UTC text (Django's `TruncDate` calls a
-    Python function there, once per row); elsewhere `TruncDate` in UTC."""
-
-    def __init__(self, expression: str) -> None:
-        super().__init__(expression, tzinfo=UTC)
-
-    def as_sqlite(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, Any]:
-        sql, params = compiler.compile(self.lhs)
-        return f"date({sql})", params
-
-
-def chart_counts(queue: TurnQuerySet) -> list[tuple[date, str, int]]:
-    """One query: (UTC day of started_at, status, turns) for failed/interrupted turns of
-    `queue`, newest day first, at most the groups of the newest CHART_DAYS days with data.
-
-    Each day has at most two groups, so the newest 2 * CHART_DAYS groups contain every
-    day that `build_chart` can show; older history is never fetched.
-    """
-    rows = (
-        queue.filter(status__in=CHART_STATUSES)
-        .annotate(day=UtcDay("started_at"))
-        .values("day", "status")
-        .annotate(n=Count("pk"))
-        .order_by("-day", "status")[: 2 * CHART_DAYS]
-    )
-    return [(row["day"], row["status"], row["n"]) for row in rows]
-
-
 def build_chart(counts: list[tuple[date, str, int]], today: date) -> Chart | None:
     """Lay out the stacked bar chart; None when there is nothing to show.
 
     The window is the last CHART_DAYS days up to `today` (UTC) when the newest data is in
     it, else the CHART_DAYS days up to the newest day with data (old imports); it starts
     at the oldest day with data when that is later, so it never shows empty history.
-    `counts` must come from `chart_counts` (newest first).
+    `counts` must come from `tally.tallied_chart` (newest first).
     """
     if not counts:
         return None

@@ -2,7 +2,8 @@
 each would show.
 
 Each facet's counts apply every *other* active filter, so a count is the number of rows
-that clicking it would show. All facets come from one grouped query.
+that clicking it would show. All facets come from the combinations of turns with the
+same status, code, stage, reason and app (`tally.tallied`, `queue.live_rows`).
 """
 
 from __future__ import annotations
@@ -12,10 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count
-
 from sessions_app.labels import KINDS, label_for
-from sessions_app.models import TurnQuerySet
 from sessions_app.triage.filters import DIMENSIONS, NONE, NONE_LABELS, Filters
 
 
@@ -40,17 +38,6 @@ class Facet:
     values: list[FacetValue]
 
 
-def facet_combinations(queue: TurnQuerySet) -> list[dict[str, Any]]:
-    """One query: the queue grouped by every facet dimension.
-
-    Returns dicts with keys `queue_status`, `failure_code`, `failure_stage`, `reason`,
-    `session__app_name` (str) and `n` (int, turns). The number of rows is the number of
-    distinct combinations, which does not grow with the number of turns.
-    """
-    lookups = [lookup for _, lookup in DIMENSIONS.values()]
-    return list(queue.values(*lookups).annotate(n=Count("pk")).order_by())
-
-
 def _plain(name: str, value: str) -> str:
     """How a facet value reads: the plain label of a status, code, stage or reason
     (`sessions_app.labels`), the "none" wording of an empty one, else the value."""
@@ -62,7 +49,9 @@ def _plain(name: str, value: str) -> str:
 
 
 def build_facets(combos: Iterable[Mapping[str, Any]], filters: Filters) -> list[Facet]:
-    """Facets with counts, computed from `facet_combinations` rows without a query.
+    """Facets with counts, computed without a query from combinations: dicts keyed by
+    every DIMENSIONS lookup, with `n` the turns that share those values (`tally.tallied`,
+    `queue.live_rows`).
 
     Each facet's counts apply every active filter except its own. A selected value is
     listed even when its count is 0, so it can always be cleared.

@@ -69,7 +69,7 @@ class Filters:
         }
 
     def matches(self, combo: Mapping[str, Any], skip: str = "") -> bool:
-        """True when a row of `facet_combinations` passes every filter except `skip`."""
+        """True when a combination (`facets.build_facets`) passes every filter except `skip`."""
         return all(combo[lookup] == value for lookup, value in self.lookups(skip).items())
 
     def query(self, page: int = 1, /, **changes: str) -> str:

@@ -1,10 +1,11 @@
 """The triage queue's tool facet: which tools the queued turns called, and the queue
 narrowed to the turns that called one (`?tool=`).
 
-A turn calls many tools, so this facet is not one of the grouped dimensions of
-`facets.facet_combinations`: its counts come from one query of their own, over the
-active events of the queued turns (each turn's events found through the
-`event_session_turn_idx` index). A turn counts once per tool it called, however often.
+A turn calls many tools, so this facet is not one of the grouped dimensions. The failed
+and interrupted turns' counts are kept (`tally.tallied`); the stuck and blocking turns'
+come from one query of their own (`tool_counts`), over their active events (each turn's
+events found through the `event_session_turn_idx` index). A turn counts once per tool it
+called, however often.
 """
 
 from __future__ import annotations
@@ -81,3 +82,11 @@ def tool_facet(counts: list[tuple[str, int]], filters: Filters) -> Facet:
         for tool, count in listed
     ]
     return Facet(name="tool", label="Tool", values=values)
+
+
+def merged_counts(*counts: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Tool counts of disjoint sets of turns added up, most called first, then by name."""
+    total: dict[str, int] = {}
+    for tool, n in (pair for pairs in counts for pair in pairs):
+        total[tool] = total.get(tool, 0) + n
+    return sorted(total.items(), key=lambda item: (-item[1], item[0]))

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC
-
 from django.conf import settings
-from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -16,14 +13,9 @@ from django_htmx.http import push_url
 
 from sessions_app.access import require_viewer
 from sessions_app.http import HtmxHttpRequest
-from sessions_app.search.numbers import with_turn_tokens
-from sessions_app.triage.chart import build_chart, chart_counts
-from sessions_app.triage.facets import build_facets, facet_combinations
 from sessions_app.triage.filters import Filters
-from sessions_app.triage.queue import triage_queue
+from sessions_app.triage.reading import read_queue
 from sessions_app.triage.rows import QueueRow
-from sessions_app.triage.tools import tool_counts, tool_facet, turns_calling
-from sessions_app.values import stuck_before
 
 PER_PAGE = 50
 """Rows per page of the queue."""
@@ -37,8 +29,8 @@ def turn_queue(request: HtmxHttpRequest) -> HttpResponse:
 
     Shows facets with counts, a per-day chart of failed/interrupted turns and one page
     (PER_PAGE) of rows, each linking to its turn on the session page at the timeline page
-    that holds it. Costs the same number of queries however many turns exist: facet
-    combinations, tool counts, chart counts, row count and one page of rows. An htmx
+    that holds it. Costs the same number of queries however many turns exist
+    (`reading.read_queue`). An htmx
     request aimed at `#triage-results` gets only the `results` partial, with the canonical
     URL to push.
     Raises PermissionDenied (403) for a signed-in user without a dashboard role.
@@ -46,32 +38,17 @@ def turn_queue(request: HtmxHttpRequest) -> HttpResponse:
     require_viewer(request)
     now = timezone.now()
     filters = Filters.from_query(request.GET)
-    queue = triage_queue(stuck_before(now))
-    narrowed = turns_calling(queue, filters.tool) if filters.tool else queue
-    filtered = narrowed.filter(**filters.lookups())
-
-    facets = build_facets(facet_combinations(narrowed), filters)
-    facets.append(tool_facet(tool_counts(queue.filter(**filters.lookups())), filters))
-    chart = build_chart(chart_counts(filtered), now.astimezone(UTC).date())
-    rows = (
-        filtered.select_related("session")
-        .defer("session__state", "session__source_path")
-        .with_last_event_at()
-        .with_timeline_index()
-        .order_by("-started_at", "-id")
-    )
-    rows = with_turn_tokens(rows)
-    page = Paginator(rows, PER_PAGE).get_page(request.GET.get("page"))
+    queue = read_queue(filters, now, page=request.GET.get("page"), per_page=PER_PAGE)
     queue_url = reverse("turn_queue")
     context = {
-        "page": page,
+        "page": queue.page,
         "rows": [
             QueueRow.for_turn(turn, turns_per_page=settings.AGENTOPS_TURNS_PER_PAGE, now=now)
-            for turn in page
+            for turn in queue.turns
         ],
         "filters": filters,
-        "facets": facets,
-        "chart": chart,
+        "facets": queue.facets,
+        "chart": queue.chart,
         "stuck_after_minutes": settings.AGENTOPS_STUCK_AFTER_SECONDS / 60,
         "filter_query": filters.query(),
         "queue_url": queue_url,
@@ -80,6 +57,6 @@ def turn_queue(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == "triage-results":
         response = render(request, template + "#results", context)
         # The form sends every select, empty ones too; push the canonical URL instead.
-        canonical = filters.query(page.number)
+        canonical = filters.query(queue.page.number)
         return push_url(response, f"{queue_url}?{canonical}" if canonical else queue_url)
     return render(request, template, context)
