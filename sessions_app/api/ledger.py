@@ -239,7 +239,11 @@ class ApiSessionService(LiveSessionService):
                 lease.turn_id = turn.id
                 lease.save(update_fields=["turn_id"])
             begun = self._begin_turn(session_id, turn)
-            models.Turn.objects.filter(pk=turn.id).update(status_note=f"via {self.actor}")
+            # The client runs the turn, not this server process: no owner is recorded (a
+            # lease, when there is one, says whether the runner lives; else the stuck rule).
+            models.Turn.objects.filter(pk=turn.id).update(
+                status_note=f"via {self.actor}", owner_host="", owner_pid=None, lease_until=None
+            )
         return begun, True
 
 

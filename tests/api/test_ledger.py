@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.utils import timezone
 
 from sessions_app.models import Event, RunLease, ToolOutcome, Turn
@@ -198,3 +198,17 @@ def test_a_nul_character_in_a_json_body_gets_400_and_nothing_written(
     assert response["Content-Type"] == "application/problem+json"
     assert "NUL" in response.json()["detail"]
     assert Event.objects.count() == before
+
+
+def test_a_turn_begun_without_a_lease_is_not_owned_by_the_server_process(
+    writer: ApiClient, session: str, admin_client: Client
+) -> None:
+    """The server process that answered `begin` does not run the turn: the client does.
+    Without a lease its liveness is unknown, so opening the session page (which records
+    turns whose owner is gone) must leave it running; only the stuck rule applies."""
+    row = Turn.objects.get(pk="t-1")
+    assert (row.owner_host, row.owner_pid, row.lease_until) == ("", None, None)
+    assert admin_client.get("/sessions/s-1/").status_code == 200
+    assert writer.get("/turns/t-1").json()["status"] == "running"
+    finished = writer.post("/turns/t-1/finalize", {"status": "completed"})
+    assert finished.status_code == 200
