@@ -120,6 +120,19 @@ def _validation_detail(exc: Any) -> tuple[str, list[dict[str, Any]]]:
     return f"{first['location']}: {first['message']}", found
 
 
+def _unparsed(cause: BaseException) -> str:
+    """Why a request body could not be parsed, in one line (positions, never content)."""
+    if isinstance(cause, UnicodeDecodeError):
+        return f"the body is not UTF-8 (byte {cause.start})"
+    if isinstance(cause, RecursionError):
+        return "the body is not JSON this server reads: it nests too deeply"
+    if isinstance(cause, json.JSONDecodeError):
+        return f"the body is not JSON: {cause.msg} at line {cause.lineno} column {cause.colno}"
+    if isinstance(cause, ValueError):  # api.urls.NotJsonError
+        return f"the body is not JSON: {str(cause)[:200]}"
+    return "the body could not be parsed as JSON"
+
+
 def install_handlers(api: NinjaAPI) -> None:
     """Make every error `api` answers a problem+json response."""
 
@@ -141,6 +154,9 @@ def install_handlers(api: NinjaAPI) -> None:
         )
 
     def on_http(request: HttpRequest, exc: Any) -> HttpResponse:
+        unparsed = exc.__cause__
+        if exc.status_code == 400 and unparsed is not None:  # the body parser's reason
+            return problem_response(request, 400, "malformed-body", _unparsed(unparsed))
         return problem_response(request, exc.status_code, "http-error", str(exc)[:300])
 
     def on_404(request: HttpRequest, exc: Any) -> HttpResponse:

@@ -8,11 +8,16 @@ The OpenAPI 3.1 document is at ``/api/v1/openapi.json``, a page rendering it at
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
+from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest
 from django.urls import URLPattern, URLResolver
 from ninja import NinjaAPI, Router
+from ninja.parser import Parser
 from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder
 from pydantic_core import to_jsonable_python
@@ -21,7 +26,7 @@ from sessions_app.api import sessions, turns
 from sessions_app.api.auth import ApiKeyBearer
 from sessions_app.api.problems import install_handlers
 
-__all__ = ["api_urls", "build_api"]
+__all__ = ["NotJsonError", "StrictJsonParser", "api_urls", "build_api"]
 
 DESCRIPTION = """\
 The turn ledger of agentops: agents that run in other processes, machines or languages
@@ -45,6 +50,33 @@ class _Renderer(JSONRenderer):
     encoder_class = _Encoder
 
 
+class NotJsonError(ValueError):
+    """A request body that RFC 8259 does not allow (its message says where and why)."""
+
+
+def _no_constant(name: str) -> None:
+    raise NotJsonError(f"{name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise NotJsonError(f"the number {text[:40]} is too large")
+    return value
+
+
+class StrictJsonParser(Parser):
+    """Request bodies parsed as RFC 8259 JSON: the standard library's parser without its
+    extensions (NaN, Infinity, numbers too large for a float), which no other JSON
+    reader accepts and the database's JSON columns refuse."""
+
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        parsed: dict[str, Any] = json.loads(
+            request.body, parse_constant=_no_constant, parse_float=_finite
+        )
+        return parsed
+
+
 def build_api(routers: Sequence[tuple[str, Router]] = ()) -> NinjaAPI:
     """The /api/v1/ API with this app's operations and `routers` ((prefix, router) pairs
     of other apps) added; every operation needs an API key, errors are problem+json."""
@@ -56,6 +88,7 @@ def build_api(routers: Sequence[tuple[str, Router]] = ()) -> NinjaAPI:
         urls_namespace="api",
         docs_url="/docs",
         renderer=_Renderer(),
+        parser=StrictJsonParser(),
     )
     install_handlers(api)
     api.add_router("", sessions.router)

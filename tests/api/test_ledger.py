@@ -212,3 +212,35 @@ def test_a_turn_begun_without_a_lease_is_not_owned_by_the_server_process(
     assert writer.get("/turns/t-1").json()["status"] == "running"
     finished = writer.post("/turns/t-1/finalize", {"status": "completed"})
     assert finished.status_code == 200
+
+
+def _delta(value: bytes) -> bytes:
+    return (
+        b'{"events": [{"turn_id": "t-1", "content": {"role": "user"}, "state_delta": {"a": %s}}]}'
+        % value
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (_delta(b"NaN"), "NaN is not a JSON value"),
+        (_delta(b"-Infinity"), "-Infinity is not a JSON value"),
+        (_delta(b"1e400"), "the number 1e400 is too large"),
+        (b'{"events": [', "the body is not JSON: Expecting value at line 1 column 13"),
+        (b'{"events": "\xff"}', "the body is not UTF-8"),
+        (b"[" * 100_000, "nests too deeply"),
+    ],
+)  # fmt: skip
+def test_a_body_that_is_not_json_gets_400_with_its_reason_and_nothing_written(
+    writer: ApiClient, session: str, body: bytes, reason: str
+) -> None:
+    before = Event.objects.count()
+    response = writer.client.post(
+        "/api/v1/sessions/s-1/events", body, content_type="application/json"
+    )
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["type"].endswith("malformed-body") and reason in problem["detail"]
+    assert Event.objects.count() == before
