@@ -352,6 +352,11 @@ AGENTOPS_WATCHER_RECHECK_SECONDS = envint("AGENTOPS_WATCHER_RECHECK_SECONDS", 30
 # channel layer (beyond that, its watchers resume from the database too).
 AGENTOPS_WATCHER_BACKLOG = envint("AGENTOPS_WATCHER_BACKLOG", 1000)
 AGENTOPS_LIVE_OUTBOX_MESSAGES = envint("AGENTOPS_LIVE_OUTBOX_MESSAGES", 10_000)
+# On a channel layer of one process (the in-memory default), what other processes write
+# (`run_turn`, `watch_transcripts`, `import_sessions` without --to) cannot arrive through
+# it: each watched session's database marks are read this often (milliseconds; 0: never)
+# and its watchers resume from the database when another process changed it.
+AGENTOPS_LIVE_POLL_MS = envint("AGENTOPS_LIVE_POLL_MS", 1000)
 
 # Transcript folders/files `manage.py watch_transcripts` follows when given no PATH
 # (comma-separated, `~` expanded); a server process with it set (`dev.py serve`) follows

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
 
+from sessions_app.live import elsewhere
 from sessions_app.live.groups import group_name
 from sessions_app.live.payloads import EVENT, RESYNC, unbatched
 
@@ -110,6 +111,10 @@ class Feed:
         self.last_seq: dict[str, int] = {}
         self.reader: asyncio.Task[None] | None = None
         self.serving: asyncio.Task[None] | None = None
+        # What arrived through the layer, for `elsewhere` (writes of other processes).
+        self.newest_event_id = 0
+        self.received = 0
+        self.poller: asyncio.Task[None] | None = None
 
     async def subscribe(self) -> None:
         """Join the session's group with a channel of this feed; start reading it."""
@@ -120,11 +125,15 @@ class Feed:
             self.ready.set_exception(error)
             raise
         self.reader = asyncio.create_task(self._read(), name=f"agentops-feed-{self.session_id}")
+        if elsewhere.polls(self.layer):
+            self.poller = asyncio.create_task(
+                elsewhere.poll_other_writers(self), name=f"agentops-poll-{self.session_id}"
+            )
         self.ready.set_result(None)
 
     async def close(self) -> None:
         """Stop reading and serving; leave the group."""
-        for task in (self.reader, self.serving):
+        for task in (self.reader, self.serving, self.poller):
             if task is not None and task is not asyncio.current_task():
                 task.cancel()
                 with contextlib.suppress(BaseException):
@@ -150,7 +159,10 @@ class Feed:
         """Queue what a group message carries for the watchers; note a gap."""
         if not self.pending:
             self.pending_since = asyncio.get_running_loop().time()
+        self.received += 1
         for one in unbatched(message):
+            if one.get("type") == EVENT and isinstance(event_id := one["event"].get("id"), int):
+                self.newest_event_id = max(self.newest_event_id, event_id)
             origin, seq = one.get("origin"), one.get("seq")
             if isinstance(origin, str) and isinstance(seq, int):
                 last = self.last_seq.get(origin)
@@ -160,6 +172,15 @@ class Feed:
                     self.resync = True
             if one.get("type") != RESYNC:
                 self.pending.append(one)
+        self._start_serving()
+
+    def resume_all(self) -> None:
+        """Tell every watcher to resume from the database (`elsewhere`: another process
+        wrote the session)."""
+        self.resync = True
+        self._start_serving()
+
+    def _start_serving(self) -> None:
         if self.serving is None and (self.pending or self.resync):
             self.serving = asyncio.create_task(
                 self._serve(), name=f"agentops-fanout-{self.session_id}"
