@@ -33,7 +33,7 @@ from agentops.runtime.session import TurnReason
 from sessions_app import models
 from sessions_app.api.models import ApiKey
 from sessions_app.ids import session_id_problem, turn_id_problem
-from sessions_app.ingest.redaction import redact_value
+from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import turn_payloads_of
@@ -77,10 +77,12 @@ class Received:
         self.reason = self.reason or reason
 
 
-def kept_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
-    """The attributes that may be kept, redacted like imports."""
-    kept = {k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)}
-    return dict(redact_value(kept))
+def keep_attributes(many: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of each of `many`, the attributes that may be kept, redacted like imports: with
+    one prefilter pass over all of them (`redaction.redact_values`)."""
+    kept = [{k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)}
+            for attributes in many]  # fmt: skip
+    return [dict(redacted) for redacted in redact_values(kept)]
 
 
 def _short(value: str, limit: int) -> str:
@@ -139,8 +141,12 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
             ]:
                 done.accepted += 1  # already kept (an exporter's retry) or twice here
             else:
-                record.attributes = kept_attributes(record.attributes)
                 fresh[record.trace_id][record.span_id] = record
+        new_records = [record for new in fresh.values() for record in new.values()]
+        for record, kept_values in zip(
+            new_records, keep_attributes([r.attributes for r in new_records]), strict=True
+        ):
+            record.attributes = kept_values
         plans = [
             plan_trace(
                 trace_id,
