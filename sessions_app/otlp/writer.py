@@ -193,13 +193,16 @@ def silent_turns() -> dict[str, list[str]]:
     return dict(found)
 
 
-async def abandon_silent_turns() -> list[str]:
-    """Record the `silent_turns` interrupted/abandoned (an open tool call among their events
-    becomes the session's protocol issue), broadcast to watchers; returns their ids. Only
-    those turns: others of the same session that still receive spans keep running."""
+async def abandon_silent_turns(found: dict[str, list[str]] | None = None) -> list[str]:
+    """Record the `silent_turns` (or those `found` already) interrupted/abandoned (an open
+    tool call among their events becomes the session's protocol issue), broadcast to
+    watchers; returns their ids. Only those turns: others of the same session that still
+    receive spans keep running."""
     ended: list[str] = []
     live = LiveSessionService()
-    for session_id, turn_ids in (await sync_to_async(silent_turns)()).items():
+    if found is None:
+        found = await sync_to_async(silent_turns)()
+    for session_id, turn_ids in found.items():
         turns = await live.interrupt_running_turns(session_id, TurnReason.ABANDONED, only=turn_ids)
         ended += [turn.id for turn in turns]
     return ended
@@ -211,9 +214,18 @@ async def receive(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     (their status and event count). The events' payloads come from the write itself; the
     turns' are read in one query after it (`watched`). Then end the silent turns
     (`abandon_silent_turns`) of any trace."""
-    done = await sync_to_async(store_spans)(records, key)
+    done, turns, silent = await sync_to_async(_store_and_read)(records, key)
     if done.turns:
-        turns = await sync_to_async(turn_payloads_of)(done.turns)
         await post_all(messages(done.created, done.turns, done.events, turns))
-    await abandon_silent_turns()
+    if silent:
+        await abandon_silent_turns(silent)
     return done
+
+
+def _store_and_read(
+    records: Sequence[SpanRecord], key: ApiKey
+) -> tuple[Received, dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """`store_spans`, then the changed turns' payloads and the `silent_turns` (a query
+    each), in one hop to the database thread."""
+    done = store_spans(records, key)
+    return done, turn_payloads_of(done.turns) if done.turns else {}, silent_turns()
