@@ -15,7 +15,7 @@ that missed something catches up from the database when it resumes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -48,6 +48,20 @@ async def send(session_id: str, message: dict[str, Any]) -> None:
         await broadcast(session_id, message)
     except Exception:
         logger.warning("broadcast to watchers of %s failed", session_id, exc_info=True)
+
+
+async def post_all(messages: Iterable[tuple[str, dict[str, Any]]]) -> None:
+    """Post each (session id, message) to that session's outbox, in order, then wait
+    until all of them reached the channel layer: for a write from outside a run that
+    has many messages for its watchers (the OTLP receiver's batches), one wait per
+    session instead of one per message. The outboxes hand what queued up to the layer in
+    ``live.batch``es."""
+    sessions: dict[str, None] = {}
+    for session_id, message in messages:
+        outbox.post(session_id, message)
+        sessions[session_id] = None
+    for session_id in sessions:
+        await outbox.flush(session_id)
 
 
 class LiveSessionService(DjangoSessionService):

@@ -277,6 +277,13 @@ def turn_payload(turn_id: str) -> dict[str, Any] | None:
     return _turn_payload_of(row) if row else None
 
 
+def turn_payloads_of(turn_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The TurnPayloads of these stored turns, by id (missing ones left out). One
+    query."""
+    rows = _turns_with_counts().filter(pk__in=list(turn_ids))
+    return {row.id: _turn_payload_of(row) for row in rows}
+
+
 def turn_payloads(
     session_id: str, *, after: int, turn_ids: Iterable[str] = ()
 ) -> list[dict[str, Any]]:

@@ -6,8 +6,9 @@ Modules: `models` (`OtlpSpan`, the kept spans; registered through `sessions_app.
 `messages` (GenAI and vendor message attributes and span events to plain messages),
 `mapping` (which session and turn a trace lands in, a span's events, a turn's outcome),
 `landing` (a request's traces written together: sessions, turns, events in bulk),
-`writer` (keeping spans and landing their traces in one transaction, broadcast through
-`LiveSessionService`, silent turns ended), `limits`
+`watched` (what the sessions' watchers are sent, made from that write), `writer`
+(keeping spans and landing their traces in one transaction, broadcast to the sessions'
+outboxes, silent turns ended), `limits`
 (the per-key token bucket), `views` (``POST /v1/traces`` and
 ``/api/public/otel/v1/traces``). Only the model is imported eagerly.
 """

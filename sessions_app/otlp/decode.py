@@ -10,7 +10,6 @@ compressed; the decompressed size is capped (a small bomb cannot fill memory).
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import zlib
 from dataclasses import dataclass, field, fields
@@ -165,16 +164,26 @@ def attributes_of(pairs: Any) -> dict[str, Any]:
     found: dict[str, Any] = {}
     pair: KeyValue
     for pair in pairs:
-        found[pair.key] = any_value(pair.value)
+        value = pair.value
+        kind = value.WhichOneof("value")
+        # Most values are strings and integers: read at once.
+        if kind == "string_value":
+            found[pair.key] = value.string_value
+        elif kind == "int_value":
+            found[pair.key] = value.int_value
+        else:
+            found[pair.key] = any_value(value)
     return found
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _time(nanos: int) -> datetime:
     """Nanoseconds since the epoch as an aware UTC datetime, cut to the microsecond
     (exactly: no float rounding)."""
-    seconds, rest = divmod(nanos, 1_000_000_000)
     try:
-        return datetime.fromtimestamp(seconds, tz=UTC) + timedelta(microseconds=rest // 1000)
+        return _EPOCH + timedelta(microseconds=nanos // 1000)
     except (OverflowError, OSError, ValueError):
         raise BadBody(400, f"time {nanos} is out of range") from None
 
@@ -229,9 +238,9 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]
                 end = _time(span.end_time_unix_nano or span.start_time_unix_nano)
                 records.append(
                     SpanRecord(
-                        trace_id=binascii.hexlify(span.trace_id).decode(),
-                        span_id=binascii.hexlify(span.span_id).decode(),
-                        parent_span_id=binascii.hexlify(parent).decode(),
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_span_id=parent.hex(),
                         name=span.name[:255],
                         start_at=start,
                         end_at=max(end, start),

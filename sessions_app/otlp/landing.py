@@ -22,9 +22,11 @@ from django.utils import timezone
 
 from sessions_app import models
 from sessions_app.ingest.writer import insert_rows
+from sessions_app.live.payloads import EVENT_FIELDS
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.mapping import Draft, Outcome, Place, place, turn_drafts, turn_outcome
 from sessions_app.otlp.models import OtlpSpan
+from sessions_app.otlp.watched import event_payloads, new_values, stored_values
 from sessions_app.projector import load_outcomes
 from sessions_app.store.resume import (
     orphan_count,
@@ -120,11 +122,13 @@ def refusal(
 @dataclass(slots=True)
 class Landed:
     """What `land` changed: new event ids (in order), the turns whose row or events
-    changed, and those of them it created."""
+    changed, those of them it created, and the new events' payloads."""
 
     new_events: list[int] = field(default_factory=list)
     turns: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
+    #: The watchers' payloads of the new events, in id order (`watched.event_payloads`).
+    events: list[dict[str, Any]] = field(default_factory=list)
 
 
 def land(
@@ -206,12 +210,13 @@ _SPAN_COLUMNS = (*SPAN_FIELDS, "received_at", "session_id", "turn_id")
 _TURN_FIELDS = ("status", "reason", "failure_code", "failure_stage", "finished_at",
                 "status_note", "started_at")  # fmt: skip
 _LEASE_FIELDS = ("owner_host", "owner_pid", "lease_until")
+_NEW_TURN_COLUMNS = ("id", "session_id", *_TURN_FIELDS, *_LEASE_FIELDS)
 
 
 def _land_turns(plans: Sequence[Plan], turns: dict[str, models.Turn], now: datetime) -> set[str]:
     """Create or update the plans' turns (two queries); returns the ids whose row changed."""
     lease_until = now + timedelta(seconds=settings.AGENTOPS_STUCK_AFTER_SECONDS)
-    new: list[models.Turn] = []
+    new: list[list[Any]] = []
     updated: list[models.Turn] = []
     changed: set[str] = set()
     for plan in plans:
@@ -230,7 +235,7 @@ def _land_turns(plans: Sequence[Plan], turns: dict[str, models.Turn], now: datet
         row = turns.get(plan.turn_id)
         if row is None:
             row = models.Turn(id=plan.turn_id, session_id=plan.session_id, **wanted)
-            new.append(row)
+            new.append([getattr(row, name) for name in _NEW_TURN_COLUMNS])
             turns[plan.turn_id] = row
             changed.add(plan.turn_id)
             continue
@@ -239,7 +244,7 @@ def _land_turns(plans: Sequence[Plan], turns: dict[str, models.Turn], now: datet
         for name, value in wanted.items():
             setattr(row, name, value)
         updated.append(row)
-    models.Turn.objects.bulk_create(new)
+    insert_rows(models.Turn, _NEW_TURN_COLUMNS, new)  # as bulk_create, without the ORM's cost
     if updated:
         models.Turn.objects.bulk_update(updated, [*_TURN_FIELDS, *_LEASE_FIELDS])
     return changed
@@ -251,6 +256,11 @@ _EVENT_COLUMNS = ("created_at", "source_id", "author", "role", "text", "tool_cal
 
 
 _NEW_EVENT_COLUMNS = ("session_id", "turn_id", "updated_at", "raw", *_EVENT_COLUMNS)
+#: What is read of a turn's stored events: to compare them to the drafts, and to make
+#: the payloads of the turn's new tool results (their calls may be stored already).
+_STORED_COLUMNS = tuple(
+    dict.fromkeys(("id", "turn_id", *_EVENT_COLUMNS, *EVENT_FIELDS, "deleted_at", "archived_at"))
+)
 
 
 def _columns(draft: Draft) -> dict[str, Any]:
@@ -273,34 +283,45 @@ def _columns(draft: Draft) -> dict[str, Any]:
 def _land_events(plans: Sequence[Plan], now: datetime, done: Landed) -> set[str]:
     """Make each plan's stored events equal its drafts, in order: rows rewritten in place,
     new ones appended, the surplus deleted (at most four queries); returns the turn ids
-    whose events changed."""
+    whose events changed. Sets `done.new_events` and their payloads (`watched`)."""
     stored: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in (
         models.Event.objects.filter(  # the session first: index event_session_turn_idx
             session_id__in={p.session_id for p in plans}, turn_id__in=[p.turn_id for p in plans]
         )
         .order_by("id")
-        .values("id", "turn_id", *_EVENT_COLUMNS)
+        .values(*_STORED_COLUMNS)
     ):
         stored[row["turn_id"]].append(row)
     new: list[list[Any]] = []
     updated: list[models.Event] = []
     surplus: list[int] = []
     changed: set[str] = set()
+    timelines: list[list[dict[str, Any]]] = []  # each turn's active events, in id order
+    waiting: dict[tuple[str, str], dict[str, Any]] = {}  # new events' values by source
     for plan in plans:
         rows = stored.get(plan.turn_id, [])
+        timeline: list[dict[str, Any]] = []
         for index, draft in enumerate(plan.drafts):
             wanted = _columns(draft)
             if index < len(rows):
-                if any(rows[index][name] != value for name, value in wanted.items()):
-                    updated.append(models.Event(id=rows[index]["id"], updated_at=now, **wanted))
+                row = rows[index]
+                rewrite = any(row[name] != value for name, value in wanted.items())
+                if rewrite:
+                    updated.append(models.Event(id=row["id"], updated_at=now, **wanted))
                     changed.add(plan.turn_id)
+                if row["deleted_at"] is None and row["archived_at"] is None:
+                    timeline.append(stored_values(row, wanted if rewrite else None, now))
                 continue
             new.append(
                 [plan.session_id, plan.turn_id, now, {"otlp": {"span": draft.key}},
                  *wanted.values()]
             )  # fmt: skip
+            values = new_values(plan.session_id, plan.turn_id, wanted, now)
+            waiting[plan.turn_id, wanted["source_id"]] = values
+            timeline.append(values)
             changed.add(plan.turn_id)
+        timelines.append(timeline)
         if len(rows) > len(plan.drafts):
             surplus += [row["id"] for row in rows[len(plan.drafts) :]]
             changed.add(plan.turn_id)
@@ -311,11 +332,16 @@ def _land_events(plans: Sequence[Plan], now: datetime, done: Landed) -> set[str]
     if new:  # in one transaction: the new rows of these turns are the ids after `before`
         before = models.Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
         insert_rows(models.Event, _NEW_EVENT_COLUMNS, new)
-        done.new_events += (
+        for event_id, turn_id, source_id in (
             models.Event.objects.filter(turn_id__in=[p.turn_id for p in plans], id__gt=before)
             .order_by("id")
-            .values_list("id", flat=True)
-        )
+            .values_list("id", "turn_id", "source_id")
+        ):
+            inserted = waiting.get((turn_id, source_id))
+            if inserted is not None and inserted["id"] is None:
+                inserted["id"] = event_id
+                done.new_events.append(event_id)
+        done.events = event_payloads(timelines, set(done.new_events))
     return changed
 
 

@@ -255,9 +255,12 @@ def _author(span: SpanLike) -> str:
     return str(name)[:255] if name else "agent"
 
 
-def span_drafts(span: SpanLike, first_model: bool) -> list[Draft]:
-    """The candidate events of one span (before the turn drops repeats)."""
+def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) -> list[Draft]:
+    """The candidate events of one span (before the turn drops repeats); `model`:
+    `_is_model(span)` when the caller knows it."""
     attrs, author = span.attributes, _author(span)
+    if model is None:
+        model = _is_model(span)
     drafts: list[Draft] = []
     if operation(span) == "execute_tool":
         call_id = str(attrs.get("gen_ai.tool.call.id") or f"span-{span.span_id}")
@@ -287,16 +290,15 @@ def span_drafts(span: SpanLike, first_model: bool) -> list[Draft]:
             Draft(f"{span.span_id}:result", span.end_at, "tool", author, tool_response=response)
         )
         return drafts
-    if not _is_model(span) and operation(span) != "invoke_agent":
+    if not model and operation(span) != "invoke_agent":
         return drafts
     system = system_text(attrs)
     if system and first_model:
         drafts.append(Draft(f"{span.span_id}:system", span.start_at, "system", author, text=system))
-    drafts += _message_drafts(
-        span, _after_last_assistant(input_messages(attrs)), span.start_at, "in", author
-    )
+    inputs = input_messages(attrs, after_last_assistant=True)
+    drafts += _message_drafts(span, _after_last_assistant(inputs), span.start_at, "in", author)
     outputs = _message_drafts(span, output_messages(attrs), span.end_at, "out", author)
-    usage = _usage(span) if _is_model(span) else None
+    usage = _usage(span) if model else None
     if outputs and usage is not None:
         outputs[-1].usage = usage
     return drafts + outputs
@@ -307,8 +309,9 @@ def turn_drafts(spans: Sequence[SpanLike]) -> list[Draft]:
     candidates: list[tuple[datetime, datetime, int, Draft]] = []
     first_model = True
     for span in sorted(spans, key=lambda s: (s.start_at, s.span_id)):
-        found = span_drafts(span, first_model)
-        if _is_model(span):
+        model = _is_model(span)
+        found = span_drafts(span, first_model, model)
+        if model:
             first_model = False
         candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]
     candidates.sort(key=lambda item: (item[0], item[1], item[2]))

@@ -135,10 +135,20 @@ def _genai_message(item: Any) -> Message | None:
     return message
 
 
-def _genai(value: Any) -> list[Message]:
+def _genai(value: Any, after_last_assistant: bool = False) -> list[Message]:
     decoded = json_or_none(value)
     if not isinstance(decoded, list):
         return []
+    if after_last_assistant:  # the history before it is not read
+        last = max(
+            (
+                index
+                for index, item in enumerate(decoded)
+                if isinstance(item, dict) and _role(item.get("role")) == "assistant"
+            ),
+            default=-1,
+        )
+        decoded = decoded[last + 1 :]
     return [message for item in decoded if (message := _genai_message(item)) is not None]
 
 
@@ -308,11 +318,15 @@ def _event_messages(attributes: dict[str, Any], direction: str) -> list[Message]
     return messages
 
 
-def input_messages(attributes: dict[str, Any]) -> list[Message]:
+def input_messages(
+    attributes: dict[str, Any], *, after_last_assistant: bool = False
+) -> list[Message]:
     """The messages a model span was given (history included), by the first convention
-    present; [] when content was not captured."""
+    present; [] when content was not captured. `after_last_assistant`: the caller keeps
+    only those after the last assistant message, so the GenAI attribute's earlier
+    history may be left unread (other conventions return it all)."""
     if "gen_ai.input.messages" in attributes:
-        return _genai(attributes["gen_ai.input.messages"])
+        return _genai(attributes["gen_ai.input.messages"], after_last_assistant)
     request = json_or_none(attributes.get("gcp.vertex.agent.llm_request"))
     if isinstance(request, dict):
         contents = request.get("contents") or []

@@ -8,7 +8,7 @@ session belongs to another app, its turn id to a turn not received over OTLP) is
 rejected alone, before anything is written; the others land together with a fixed
 number of queries (`landing.land`: new spans kept, rows rewritten in place when an
 earlier-starting span arrived late, new rows appended). The async `receive` broadcasts
-what changed through `LiveSessionService`, so watchers see it live.
+what changed to the sessions' outboxes (`otlp.watched`), so watchers see it live.
 
 A running turn is leased to its exporter (`OWNER_HOST`) until AGENTOPS_STUCK_AFTER_SECONDS
 after its trace's last batch. When the lease lapses the turn is recorded
@@ -33,10 +33,10 @@ from agentops.runtime.session import TurnReason
 from sessions_app import models
 from sessions_app.api.models import ApiKey
 from sessions_app.ids import session_id_problem, turn_id_problem
-from sessions_app.ingest.redaction import redact_value
+from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
-from sessions_app.live.broadcast import send
-from sessions_app.live.payloads import TURN, turn_payload
+from sessions_app.live.broadcast import post_all
+from sessions_app.live.payloads import turn_payloads_of
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.landing import (
     NOTE_PREFIX,
@@ -49,8 +49,7 @@ from sessions_app.otlp.landing import (
 )
 from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.models import OtlpSpan
-from sessions_app.store.columns import EVENT_RUNTIME_COLUMNS
-from sessions_app.store.rows import event_from_values
+from sessions_app.otlp.watched import messages
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
 
@@ -61,8 +60,8 @@ _NEVER_KEPT = ("exception.", "otel.status_description", "error.message")
 @dataclass(slots=True)
 class Received:
     """What a request did: spans accepted (new or already kept) and rejected, the first
-    rejection's reason, and what to broadcast (new event ids, changed turn ids, and the
-    ids of the turns it created)."""
+    rejection's reason, and what to broadcast (new event ids, changed turn ids, the ids
+    of the turns it created, and the new events' payloads)."""
 
     accepted: int = 0
     rejected: int = 0
@@ -70,6 +69,7 @@ class Received:
     new_events: list[int] = field(default_factory=list)
     turns: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
 
     def refuse(self, count: int, reason: str) -> None:
         """Count `count` spans as rejected for `reason` (the first reason is kept)."""
@@ -77,10 +77,12 @@ class Received:
         self.reason = self.reason or reason
 
 
-def kept_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
-    """The attributes that may be kept, redacted like imports."""
-    kept = {k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)}
-    return dict(redact_value(kept))
+def keep_attributes(many: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of each of `many`, the attributes that may be kept, redacted like imports: with
+    one prefilter pass over all of them (`redaction.redact_values`)."""
+    kept = [{k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)}
+            for attributes in many]  # fmt: skip
+    return [dict(redacted) for redacted in redact_values(kept)]
 
 
 def _short(value: str, limit: int) -> str:
@@ -139,8 +141,12 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
             ]:
                 done.accepted += 1  # already kept (an exporter's retry) or twice here
             else:
-                record.attributes = kept_attributes(record.attributes)
                 fresh[record.trace_id][record.span_id] = record
+        new_records = [record for new in fresh.values() for record in new.values()]
+        for record, kept_values in zip(
+            new_records, keep_attributes([r.attributes for r in new_records]), strict=True
+        ):
+            record.attributes = kept_values
         plans = [
             plan_trace(
                 trace_id,
@@ -165,6 +171,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 done.accepted += len(plan.fresh)
         landed = land(accepted, sessions, turns, now)
     done.new_events, done.turns, done.created = landed.new_events, landed.turns, landed.created
+    done.events = landed.events
     return done
 
 
@@ -186,48 +193,39 @@ def silent_turns() -> dict[str, list[str]]:
     return dict(found)
 
 
-async def abandon_silent_turns() -> list[str]:
-    """Record the `silent_turns` interrupted/abandoned (an open tool call among their events
-    becomes the session's protocol issue), broadcast to watchers; returns their ids. Only
-    those turns: others of the same session that still receive spans keep running."""
+async def abandon_silent_turns(found: dict[str, list[str]] | None = None) -> list[str]:
+    """Record the `silent_turns` (or those `found` already) interrupted/abandoned (an open
+    tool call among their events becomes the session's protocol issue), broadcast to
+    watchers; returns their ids. Only those turns: others of the same session that still
+    receive spans keep running."""
     ended: list[str] = []
     live = LiveSessionService()
-    for session_id, turn_ids in (await sync_to_async(silent_turns)()).items():
+    if found is None:
+        found = await sync_to_async(silent_turns)()
+    for session_id, turn_ids in found.items():
         turns = await live.interrupt_running_turns(session_id, TurnReason.ABANDONED, only=turn_ids)
         ended += [turn.id for turn in turns]
     return ended
 
 
 async def receive(records: Sequence[SpanRecord], key: ApiKey) -> Received:
-    """`store_spans`, then broadcast to watchers: the turns it created (a new turn reaches
-    them before its events), the new events, then the other changed turns (their status
-    and event count); each step reads the database in one hop. Then end the silent turns
+    """`store_spans`, then broadcast to watchers, in order: the turns it created (a new
+    turn reaches them before its events), the new events, then the other changed turns
+    (their status and event count). The events' payloads come from the write itself; the
+    turns' are read in one query after it (`watched`). Then end the silent turns
     (`abandon_silent_turns`) of any trace."""
-    done = await sync_to_async(store_spans)(records, key)
+    done, turns, silent = await sync_to_async(_store_and_read)(records, key)
     if done.turns:
-        created, stored = await sync_to_async(_payloads_and_events)(done.created, done.new_events)
-        for payload in created:
-            await send(payload["session_id"], {"type": TURN, "turn": payload})
-        live = LiveSessionService()
-        for values in stored:
-            await live.announce_event(event_from_values(values))
-        # A created turn's payload above was read after the write: its status and
-        # count are final already. The others get theirs now.
-        created_ids = set(done.created)
-        changed = [turn_id for turn_id in done.turns if turn_id not in created_ids]
-        for payload in (await sync_to_async(_payloads_and_events)(changed, []))[0]:
-            await send(payload["session_id"], {"type": TURN, "turn": payload})
-    await abandon_silent_turns()
+        await post_all(messages(done.created, done.turns, done.events, turns))
+    if silent:
+        await abandon_silent_turns(silent)
     return done
 
 
-def _payloads_and_events(
-    turn_ids: list[str], event_ids: list[int]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The watchers' payloads of these turns (a query each), and the stored values of
-    these events in id order (one query)."""
-    payloads = [payload for turn_id in turn_ids if (payload := turn_payload(turn_id))]
-    if not event_ids:
-        return payloads, []
-    rows = models.Event.objects.filter(pk__in=event_ids).order_by("id")
-    return payloads, list(rows.values(*EVENT_RUNTIME_COLUMNS))
+def _store_and_read(
+    records: Sequence[SpanRecord], key: ApiKey
+) -> tuple[Received, dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """`store_spans`, then the changed turns' payloads and the `silent_turns` (a query
+    each), in one hop to the database thread."""
+    done = store_spans(records, key)
+    return done, turn_payloads_of(done.turns) if done.turns else {}, silent_turns()

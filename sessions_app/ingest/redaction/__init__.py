@@ -30,6 +30,7 @@ from sessions_app.ingest.redaction.core import (
     redact_path,
     redact_text,
     redact_value,
+    redact_values,
     secret_spans,
 )
 from sessions_app.ingest.redaction.prefilter import might_hold_secret
@@ -62,5 +63,6 @@ __all__ = [
     "redact_text",
     "redact_todo_items",
     "redact_value",
+    "redact_values",
     "secret_spans",
 ]

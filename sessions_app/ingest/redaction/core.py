@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -173,3 +173,41 @@ def redact_value(value: Any, key: str | None = None) -> Any:
             return items
         return value
     return value
+
+
+def _texts(value: Any, out: list[str]) -> bool:
+    """Append the strings and dict keys of `value` to `out`; False as soon as a key names
+    a credential (`rules.key_kind`: its value is replaced whatever it holds)."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                if key_kind(key) is not None:
+                    return False
+                out.append(key)
+            if not _texts(item, out):
+                return False
+    elif isinstance(value, list | tuple):
+        return all(_texts(item, out) for item in value)
+    return True
+
+
+def redact_values(values: Sequence[Any]) -> list[Any]:
+    """`redact_value` of each of `values`, with the same results, prefiltered in one pass:
+    when none of their strings and keys (joined by newlines: no trigger spans one, and
+    one found in any string is found in the whole) might hold a secret and no key names
+    a credential, they come back as they are without being walked again; otherwise only
+    the values whose own texts might are redacted. For many small values at a time (the
+    spans of an OTLP batch)."""
+    texts: list[list[str] | None] = []
+    for value in values:
+        found: list[str] = []
+        texts.append(found if _texts(value, found) else None)
+    everything = "\n".join(text for found in texts if found is not None for text in found)
+    if all(found is not None for found in texts) and not might_hold_secret(everything):
+        return list(values)
+    return [
+        redact_value(value) if found is None or might_hold_secret("\n".join(found)) else value
+        for value, found in zip(values, texts, strict=True)
+    ]

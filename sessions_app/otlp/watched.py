@@ -1,0 +1,106 @@
+"""What the watchers of a request's sessions are sent, made from what `landing` wrote.
+
+`landing.land` knows every event of each turn it wrote (the rows it read and rewrote, the
+ones it appended), so the ``live.event`` payloads of the new events (their `pair` with
+the call they answer included) are made here from those values without reading them back:
+equal to what a watcher resuming from the database reads
+(`live.payloads.event_payloads_after`). The turns' payloads are read once after the
+write (`live.payloads.turn_payloads_of`), and everything goes to the sessions' outboxes in
+order (`messages`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sessions_app.live.payloads import EVENT, EVENT_FIELDS, TURN, TurnCalls
+
+__all__ = ["event_payloads", "messages", "new_values", "stored_values"]
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat()
+
+
+def new_values(
+    session_id: str, turn_id: str, columns: dict[str, Any], now: datetime
+) -> dict[str, Any]:
+    """The `EVENT_FIELDS` values of an event about to be inserted with `columns` (its id
+    None until known), as the database will hold them (the other fields' defaults)."""
+    return {
+        "id": None,
+        "session_id": session_id,
+        "turn_id": turn_id,
+        "author": columns["author"],
+        "role": columns["role"],
+        "text": columns["text"],
+        "parts": [],
+        "reasoning": "",
+        "tool_calls": columns["tool_calls"],
+        "tool_response": columns["tool_response"],
+        "tool_call_id": columns["tool_call_id"],
+        "pending_call_ids": [],
+        "finish_reason": columns["finish_reason"],
+        "usage": columns["usage"],
+        "state_delta": {},
+        "created_at": _iso(columns["created_at"]),
+        "updated_at": _iso(now),
+    }
+
+
+def stored_values(
+    row: dict[str, Any], columns: dict[str, Any] | None, now: datetime
+) -> dict[str, Any]:
+    """The `EVENT_FIELDS` values of a stored `row` (read with them), once rewritten with
+    `columns` at `now` (None: left as it was)."""
+    values = {name: row[name] for name in EVENT_FIELDS}
+    if columns is not None:
+        values.update((name, columns[name]) for name in EVENT_FIELDS if name in columns)
+        values["updated_at"] = now
+    return {
+        **values,
+        "created_at": _iso(values["created_at"]),
+        "updated_at": _iso(values["updated_at"]),
+    }
+
+
+def event_payloads(
+    timelines: Iterable[list[dict[str, Any]]], new: set[int]
+) -> list[dict[str, Any]]:
+    """EventPayloads of the events whose ids are in `new`, in id order. `timelines`: each
+    turn's active events (`new_values` / `stored_values`, ids set) in id order, so a
+    tool result's `pair` is the call it answers, wherever that was stored."""
+    payloads = []
+    for timeline in timelines:
+        calls = TurnCalls()
+        for values in timeline:
+            pair = calls.add(values)
+            if values["id"] in new:
+                payloads.append({**values, "pair": pair, "event_count": None})
+    payloads.sort(key=lambda payload: int(payload["id"]))
+    return payloads
+
+
+def messages(
+    created: list[str],
+    changed: list[str],
+    events: list[dict[str, Any]],
+    turns: dict[str, dict[str, Any]],
+) -> list[tuple[str, dict[str, Any]]]:
+    """(session id, message) in the order watchers get them: the `created` turns (a new
+    turn reaches them before its events), the new `events`, then the other `changed`
+    turns (their status and event count). `turns`: TurnPayloads by turn id, read after
+    the write."""
+    fresh = set(created)
+    found = [
+        (turns[i]["session_id"], {"type": TURN, "turn": turns[i]}) for i in created if i in turns
+    ]
+    found += [(event["session_id"], {"type": EVENT, "event": event}) for event in events]
+    found += [
+        (turns[i]["session_id"], {"type": TURN, "turn": turns[i]})
+        for i in changed
+        if i in turns and i not in fresh
+    ]
+    return found
