@@ -78,6 +78,8 @@ class Session(models.Model):
         ANTHROPIC_MESSAGES = "anthropic_messages", "Anthropic Messages"
         OPENAI_RESPONSES = "openai_responses", "OpenAI Responses items"
         ADK_DATABASE = "adk_database", "Google ADK session database"
+        API = "api", "Recorded through the HTTP API"
+        OTLP = "otlp", "OpenTelemetry traces"
 
     id = models.CharField(primary_key=True, max_length=255)
     app_name = models.CharField(max_length=255, db_index=True)
@@ -90,9 +92,8 @@ class Session(models.Model):
     source_path = models.CharField(max_length=1000, blank=True, default="")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
-    # Derived from the stored events and turns by `sessions_app.store.refresh_resume_status`
-    # (after every import, finalised turn and recorded tool outcome), so the list can show
-    # and filter them without loading every session's events.
+    # Derived from the stored events and turns (`store.refresh_resume_status`, after every
+    # import, finalised turn and recorded outcome): the list filters without the events.
     protocol_issue_count = models.PositiveIntegerField(default=0)
     cannot_resume = models.BooleanField(default=False)
     orphan_result_count = models.PositiveIntegerField(default=0)  # docs/runtime.md §5
@@ -102,8 +103,7 @@ class Session(models.Model):
     parent_call_id = models.CharField(max_length=255, blank=True, default="")
     # The model the source names (the last one it used), "" when unknown; set by importers.
     model = models.CharField(max_length=255, blank=True, default="", db_default="")
-    # Token totals of the active events (`search.numbers`), kept as events are written
-    # (`store.page_facts`) so the session page does not sum every event.
+    # Token totals of the active events (`search.numbers`), kept by `store.page_facts`.
     tokens_input = models.BigIntegerField(default=0, db_default=0)
     tokens_output = models.BigIntegerField(default=0, db_default=0)
     tokens_cached = models.BigIntegerField(default=0, db_default=0)

@@ -69,6 +69,8 @@ class ApiSessionService(LiveSessionService):
     `actor`: the label of the caller ("api key NAME"), written where people see it.
     """
 
+    source_format = "api"
+
     def __init__(self, actor: str) -> None:
         super().__init__()
         self.actor = actor

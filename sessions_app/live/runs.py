@@ -66,8 +66,15 @@ def run_refusal(session: Any) -> str:
     """Why the dashboard's agent may not run a turn of `session` (a `Session` row), or ""
     when it may: only sessions the dashboard created (source format "runtime", or the
     demo data and the live demo, "demo") run the configured agent, never an imported
-    transcript of another tool; and not while the next run would be refused because tool
+    transcript of another tool nor a session an agent elsewhere records ("api",
+    "otlp"); and not while the next run would be refused because tool
     calls have no result (docs/concepts.md "Cannot resume")."""
+    if session.source_format in {"api", "otlp"}:
+        return (
+            "This session is recorded by an agent that runs elsewhere "
+            f"({session.get_source_format_display()}): the dashboard's agent only runs "
+            "sessions it created."
+        )
     if session.source_format not in {"runtime", "demo"}:
         return (
             f"This session was imported ({session.get_source_format_display()}): the "

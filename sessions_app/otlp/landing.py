@@ -189,6 +189,7 @@ def _land_sessions(
                 app_name=plan.where.app_name[:255],
                 user_id=plan.where.user_id[:255],
                 state={STATE_KEY: {"content_captured": captured}},
+                source_format=models.Session.SourceFormat.OTLP,
                 model=plan.where.model,
                 created_at=now,
                 updated_at=now,

@@ -74,6 +74,9 @@ class DjangoSessionService:
     (`SessionNotFoundError`, `TurnNotFoundError`, `TurnStateConflictError`, ...).
     """
 
+    #: `Session.source_format` of the sessions it creates (the HTTP API's is "api").
+    source_format = "runtime"
+
     # -- sessions and events -------------------------------------------------------------
 
     async def create_session(
@@ -107,6 +110,7 @@ class DjangoSessionService:
                     app_name=app_name,
                     user_id=user_id,
                     state=stored,
+                    source_format=self.source_format,
                     created_at=now,
                     updated_at=now,
                 )

@@ -244,3 +244,26 @@ def test_a_body_that_is_not_json_gets_400_with_its_reason_and_nothing_written(
     problem = response.json()
     assert problem["type"].endswith("malformed-body") and reason in problem["detail"]
     assert Event.objects.count() == before
+
+
+def test_a_session_recorded_through_the_api_is_not_run_by_the_dashboards_agent(
+    writer: ApiClient, session: str, admin_client: Client
+) -> None:
+    """It says where it comes from, and the page neither offers nor accepts a message for
+    the dashboard's agent: the agent that records it runs elsewhere."""
+    from sessions_app.models import Session
+
+    row = Session.objects.get(pk=session)
+    assert (row.source_format, row.get_source_format_display()) == (
+        "api", "Recorded through the HTTP API",
+    )  # fmt: skip
+    page = admin_client.get(f"/sessions/{session}/").content.decode()
+    assert "agent that runs elsewhere" in page
+    refused = admin_client.post(
+        f"/sessions/{session}/run/",
+        {"message": "plan my day"},
+        headers={"Accept": "application/json"},
+    )
+    assert refused.status_code == 409
+    assert "runs elsewhere" in refused.json()["error"]
+    assert not Turn.objects.filter(session_id=session).exclude(pk="t-1").exists()

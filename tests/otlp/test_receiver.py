@@ -57,6 +57,8 @@ def test_protobuf_conversation_lands_as_sessions_turns_and_events(poster: OtlpPo
     (conv1, app, user, turns), (conv2, _, _, running) = landed()
     assert (conv1, app, user) == ("conv-1", "weather-agent", "ada")
     assert conv2.startswith("otlp-")  # its root (naming conv-2) has not arrived: the trace's own
+    sources = set(models.Session.objects.values_list("source_format", flat=True))
+    assert sources == {"otlp"}  # not "runtime": the dashboard's agent does not run them
     ok, failed = turns
     assert ok == (
         "completed", "", "", "",
