@@ -6,11 +6,12 @@ runtime's own value types (`Event`'s `Content`, `Session`, `Turn`), never writte
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.utils import timezone
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentops.runtime.model import Content, Event, FinishReason, ToolCall, Usage
 from agentops.runtime.session import Turn, TurnReason, TurnStatus
@@ -36,6 +37,11 @@ __all__ = [
     "TurnIn",
     "TurnsOut",
 ]
+
+#: The largest token count an event may carry (a JavaScript number's exact range).
+MAX_TOKENS = 2**53 - 1
+#: The earliest start a turn may be given.
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 
 #: Ids and names: what the columns hold (255 characters).
 Id = Field(min_length=1, max_length=255, pattern=r"^[^\x00]+$")
@@ -73,6 +79,15 @@ class EventIn(BaseModel):
     finish_reason: FinishReason = FinishReason.NONE
     usage: Usage | None = None
     state_delta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("usage")
+    @classmethod
+    def _counts(cls, usage: Usage | None) -> Usage | None:
+        """Token counts are whole numbers a page can add up (0 to 2^53 - 1)."""
+        counts = (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) if usage else ()
+        if any(not 0 <= count <= MAX_TOKENS for count in counts):
+            raise ValueError(f"token counts must be from 0 to {MAX_TOKENS:,}")
+        return usage
 
 
 class AppendIn(BaseModel):
@@ -117,6 +132,19 @@ class TurnIn(Schema):
     turn_id: str = Id
     started_at: datetime | None = None
     lease_id: str = Field("", max_length=64)
+
+    @field_validator("started_at")
+    @classmethod
+    def _plausible(cls, started_at: datetime | None) -> datetime | None:
+        """A start with a time zone, from the year 2000 to a day ahead of the server's clock
+        (a turn cannot start in the far future; such a time would spoil every chart)."""
+        if started_at is None:
+            return None
+        if started_at.tzinfo is None:
+            raise ValueError("give the time zone (e.g. 2026-12-01T10:00:00Z)")
+        if not EARLIEST <= started_at <= timezone.now() + timedelta(days=1):
+            raise ValueError("must be from 2000-01-01 to a day ahead of the server's clock")
+        return started_at
 
 
 class FailureIn(Schema):

@@ -4,6 +4,7 @@ messages, redaction, attribution, todos with versions, leases, the body limit.""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.test import Client, override_settings
@@ -267,3 +268,29 @@ def test_a_session_recorded_through_the_api_is_not_run_by_the_dashboards_agent(
     assert refused.status_code == 409
     assert "runs elsewhere" in refused.json()["error"]
     assert not Turn.objects.filter(session_id=session).exclude(pk="t-1").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "reason"),
+    [
+        ("/sessions/s-1/turns", {"turn_id": "t-f", "started_at": "9999-12-31T23:59:59Z"},
+         "a day ahead of the server's clock"),
+        ("/sessions/s-1/turns", {"turn_id": "t-p", "started_at": "0001-01-01T00:00:00Z"},
+         "from 2000-01-01"),
+        ("/sessions/s-1/turns", {"turn_id": "t-n", "started_at": "2026-01-01T10:00:00"},
+         "time zone"),
+        ("/sessions/s-1/events", {"events": [_event("k-neg", "x", usage={"prompt_tokens": -5})]},
+         "token counts must be from 0"),
+        ("/sessions/s-1/events",
+         {"events": [_event("k-big", "x", usage={"total_tokens": 10**26})]},
+         "token counts must be from 0"),
+    ],
+)  # fmt: skip
+def test_implausible_times_and_token_counts_get_422_and_nothing_written(
+    writer: ApiClient, session: str, path: str, body: dict[str, Any], reason: str
+) -> None:
+    before = (Turn.objects.count(), Event.objects.count())
+    response = writer.post(path, body)
+    assert response.status_code == 422, response.content
+    assert reason in response.json()["detail"]
+    assert (Turn.objects.count(), Event.objects.count()) == before
