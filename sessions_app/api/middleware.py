@@ -3,7 +3,9 @@
 - a request to /api/ whose body is larger than AGENTOPS_API_MAX_BODY_BYTES is answered
   413 problem+json before anything reads it;
 - HEAD works wherever GET does (as on every page): the operation runs as GET and the
-  answer keeps its status and headers without the body (RFC 9110 §9.3.2)."""
+  answer keeps its status and headers without the body (RFC 9110 §9.3.2);
+- what Django itself answers under /api/ and /v1/ (an unknown path, a method the path
+  does not take) is problem+json like every other error of the API, not an HTML page."""
 
 from __future__ import annotations
 
@@ -63,6 +65,25 @@ def _without_body(response: HttpResponse) -> HttpResponse:
     return response
 
 
+def _as_problem(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """An HTML 404 or 405 that Django answered for a path of the API (no operation ran)
+    as problem+json; any other response as it is."""
+    html = response.get("Content-Type", "").startswith("text/html")
+    if not html or not request.path.startswith(("/api/", "/v1/")):
+        return response
+    if response.status_code == 404:
+        return problem_response(request, 404, "not-found", f"no operation at {request.path[:200]}")
+    if response.status_code == 405:
+        allowed = response.get("Allow", "")
+        problem = problem_response(
+            request, 405, "method-not-allowed",
+            f"{request.method} is not allowed here; allowed: {allowed or 'none'}",
+        )  # fmt: skip
+        problem["Allow"] = allowed
+        return problem
+    return response
+
+
 @sync_and_async_middleware
 def api_body_limit(get_response: Handler) -> Handler:
     """Middleware: 413 problem+json for an API request body over the limit; HEAD as GET
@@ -77,6 +98,7 @@ def api_body_limit(get_response: Handler) -> Handler:
             response = await cast(Callable[[HttpRequest], Awaitable[HttpResponse]], get_response)(
                 request
             )
+            response = _as_problem(request, response)
             return _without_body(response) if head else response
 
         return middleware
@@ -86,7 +108,9 @@ def api_body_limit(get_response: Handler) -> Handler:
         if refused is not None:
             return refused
         head = _head_as_get(request)
-        response = cast(Callable[[HttpRequest], HttpResponse], get_response)(request)
+        response = _as_problem(
+            request, cast(Callable[[HttpRequest], HttpResponse], get_response)(request)
+        )
         return _without_body(response) if head else response
 
     return sync_middleware

@@ -294,3 +294,23 @@ def test_implausible_times_and_token_counts_get_422_and_nothing_written(
     assert response.status_code == 422, response.content
     assert reason in response.json()["detail"]
     assert (Turn.objects.count(), Event.objects.count()) == before
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "slug"),
+    [
+        ("get", "/api/v1/sessions", 405, "method-not-allowed"),
+        ("delete", "/api/v1/sessions/s-1", 405, "method-not-allowed"),
+        ("get", "/api/v1/no-such-thing", 404, "not-found"),
+        ("get", "/v1/traces", 405, "method-not-allowed"),
+    ],
+)
+def test_paths_and_methods_the_api_does_not_have_get_problem_json(
+    writer: ApiClient, session: str, method: str, path: str, status: int, slug: str
+) -> None:
+    response = getattr(writer.client, method)(path)
+    assert response.status_code == status
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["type"].endswith(slug)
+    if status == 405:
+        assert response["Allow"] and response["Allow"] in response.json()["detail"]
