@@ -114,7 +114,10 @@ def problem_for(exc: Any) -> ApiProblem | None:
 def _validation_detail(exc: Any) -> tuple[str, list[dict[str, Any]]]:
     found = []
     for error in exc.errors[:20]:
-        location = ".".join(str(part) for part in error.get("loc", ()))
+        parts = [str(part) for part in error.get("loc", ())]
+        if parts[:2] == ["body", "body"]:  # django-ninja names the body parameter "body" too
+            parts = parts[1:]
+        location = ".".join(parts)
         found.append({"location": location, "message": str(error.get("msg", "invalid"))[:200]})
     first = found[0] if found else {"location": "body", "message": "invalid"}
     return f"{first['location']}: {first['message']}", found

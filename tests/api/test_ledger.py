@@ -314,3 +314,9 @@ def test_paths_and_methods_the_api_does_not_have_get_problem_json(
     assert response.json()["type"].endswith(slug)
     if status == 405:
         assert response["Allow"] and response["Allow"] in response.json()["detail"]
+
+
+def test_a_validation_error_names_the_field_once(writer: ApiClient) -> None:
+    response = writer.post("/sessions", {"user_id": "ada"})
+    assert response.status_code == 422
+    assert response.json()["detail"] == "body.app_name: Field required"
