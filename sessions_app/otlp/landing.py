@@ -28,6 +28,7 @@ from sessions_app.otlp.mapping import Draft, Outcome, Place, place, turn_drafts,
 from sessions_app.otlp.models import OtlpSpan
 from sessions_app.otlp.watched import event_payloads, new_values, stored_values
 from sessions_app.projector import load_outcomes
+from sessions_app.store.page_facts import refresh_page_facts_of
 from sessions_app.store.resume import (
     orphan_count,
     protocol_events,
@@ -360,9 +361,10 @@ def drop_turn(session_id: str, turn_id: str) -> None:
 
 def refresh_resume_statuses(session_ids: Collection[str]) -> None:
     """`refresh_resume_status` of many sessions: their turns, their events' protocol
-    facts, which of them have recorded tool outcomes (read per such session: rare), and
-    one UPDATE per distinct status. Reads every active event of those sessions, so its
-    cost grows with their length, as `refresh_resume_status`'s."""
+    facts, which of them have recorded tool outcomes (read per such session: rare), one
+    UPDATE per distinct status, and their kept page facts (`refresh_page_facts_of`).
+    Reads every active event of those sessions, so its cost grows with their length, as
+    `refresh_resume_status`'s."""
     ids = sorted(session_ids)
     turns: dict[str, list[Any]] = defaultdict(list)
     for row in models.Turn.objects.filter(session_id__in=ids).order_by("started_at", "id"):
@@ -376,8 +378,9 @@ def refresh_resume_statuses(session_ids: Collection[str]) -> None:
         models.ToolOutcome.objects.filter(session_id__in=ids).values_list("session_id", flat=True)
     )
     statuses: dict[tuple[int, bool, int], list[str]] = defaultdict(list)
+    every: dict[str, Sequence[Any]] = {}
     for session_id in ids:
-        stored = protocol_events(session_id, facts.get(session_id, []))
+        stored = every[session_id] = protocol_events(session_id, facts.get(session_id, []))
         outcomes = load_outcomes(session_id) if session_id in with_outcomes else {}
         issues, cannot_resume = resume_status(turns.get(session_id, []), stored, outcomes)
         statuses[issues, cannot_resume, orphan_count(stored)].append(session_id)
@@ -385,6 +388,9 @@ def refresh_resume_statuses(session_ids: Collection[str]) -> None:
         models.Session.objects.filter(pk__in=same).update(
             protocol_issue_count=issues, cannot_resume=cannot_resume, orphan_result_count=orphans
         )
+    # The kept page facts too (tool-protocol marks, token totals, legacy flag): a turn
+    # rebuilt from its spans replaced its events.
+    refresh_page_facts_of(every)
 
 
 def existing_rows(

@@ -34,6 +34,7 @@ from django.db.models import (
     Exists,
     ExpressionWrapper,
     F,
+    OuterRef,
     Q,
     Subquery,
     Sum,
@@ -128,7 +129,29 @@ def refresh_page_facts(session_id: str, events: Sequence[Event]) -> dict[str, An
     return {**token_sums(session_id), "has_legacy_events": legacy_events_exist(session_id)}
 
 
-def token_sums(session_id: str, **event_filter: Any) -> dict[str, Any]:
+def refresh_page_facts_of(events: dict[str, Sequence[Event]]) -> None:
+    """`refresh_page_facts` of many sessions at once ({session id: its active events in id
+    order}), storing all: one query for the stored marks, one UPDATE per distinct changed
+    mark, one UPDATE of every session row (token totals and legacy flag, each its own)."""
+    wanted: dict[int, Marks] = {}
+    for session_events in events.values():
+        wanted.update(protocol_marks(session_events))
+    rows = (
+        models.Event.objects.filter(session_id__in=list(events))
+        .flagged()
+        .values_list("id", "unanswered_calls", "orphan_result")
+    )
+    stored = {row_id: (unanswered, orphan) for row_id, unanswered, orphan in rows}
+    changed = {i: m for i, m in wanted.items() if stored.get(i) != m}
+    changed.update({i: _CLEAN for i in stored if i not in wanted})
+    write_marks(changed)
+    each = OuterRef("pk")
+    models.Session.objects.filter(pk__in=list(events)).update(
+        **token_sums(each), has_legacy_events=legacy_events_exist(each)
+    )
+
+
+def token_sums(session_id: str | OuterRef, **event_filter: Any) -> dict[str, Any]:
     """{`tokens_input`: ..., `tokens_output`: ..., `tokens_cached`: ...}: subqueries
     summing `search.numbers`' token expressions over the session's active events
     (narrowed by `event_filter`), for an UPDATE of the session row."""
@@ -237,12 +260,13 @@ def kept_protocol_pass(session_id: str) -> KeptProtocol:
     return kept
 
 
-def legacy_events_exist(session_id: str) -> Exists:
+def legacy_events_exist(session_id: str | OuterRef) -> Exists:
     """SQL: does the session have an active event whose turn id names none of its turn
     records (legacy events, docs/runtime.md §2)? Reads every event of the session: for
     full recomputations only (`Session.has_legacy_events` keeps the answer)."""
-    turns = models.Turn.objects.filter(session_id=session_id).values("id")
     events = models.Event.objects.active().filter(session_id=session_id)
+    # The event's own session (so that `session_id` may be an OuterRef of a query above).
+    turns = models.Turn.objects.filter(session_id=OuterRef("session_id")).values("id")
     return Exists(events.exclude(turn_id__in=turns))
 
 

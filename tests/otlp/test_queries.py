@@ -43,6 +43,7 @@ def test_queries_do_not_grow_with_the_traces_of_a_batch(django_assert_num_querie
     assert len(large) == 10 * len(small)
     assert _queries(small, key) == _queries(large, key)
     # Read the kept spans, sessions and turns; write spans, sessions, turns and events in
-    # bulk; refresh the resume statuses; in a transaction.
-    with django_assert_num_queries(17):
+    # bulk; refresh the resume statuses and the kept page facts (stored marks, the
+    # sessions' token totals and legacy flags); in a transaction.
+    with django_assert_num_queries(19):
         store_spans(_batch(5, "five"), key)

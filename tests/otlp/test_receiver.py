@@ -23,6 +23,7 @@ from tests.otlp.agent_spans import (
     protobuf_body,
 )
 from tests.otlp.conftest import OtlpPoster
+from tests.test_page_facts import _kept, _recomputed
 from tests.test_redaction_shapes import database_text
 
 
@@ -252,3 +253,16 @@ def test_deflate_bodies_land_the_same(poster: OtlpPoster, wbits: int) -> None:
     response = poster.post(body, "application/json", Content_Encoding="deflate")
     assert response.status_code == 200, response.content
     assert landed() == expected
+
+
+def test_landed_sessions_keep_their_page_facts(poster: OtlpPoster) -> None:
+    """The session header's token totals and the protocol page's marks of a traced session
+    equal their recomputation from its events, also after a later batch rebuilt a turn."""
+    spans = conversation_spans()
+    assert poster.post(protobuf_body(spans[: len(spans) // 2])).status_code == 200
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    sessions = list(models.Session.objects.values_list("pk", flat=True))
+    assert sessions
+    for session_id in sessions:
+        assert _kept(session_id) == _recomputed(session_id), session_id
+    assert any(_kept(session_id)["tokens"] != (0, 0, 0) for session_id in sessions)
