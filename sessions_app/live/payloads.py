@@ -90,7 +90,6 @@ def event_values(event: Event) -> dict[str, Any]:
         "id": event.id,
         "session_id": event.session_id,
         **row_fields_from_event(event),
-        "pending_call_ids": [],
         "created_at": _iso(event.created_at or now),
         "updated_at": _iso(event.updated_at or now),
     }
