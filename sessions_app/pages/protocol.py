@@ -111,7 +111,9 @@ async def tool_outcome_create(request: HttpRequest, session_id: str) -> HttpResp
             what = "Approved." if outcome == ToolOutcome.Outcome.APPROVED else "Rejected."
             messages.success(request, f"{what} {await continue_after_decision(session.id)}")
         else:
-            messages.success(request, outcome_message(session, outcome))
+            # The refreshed row: the recorded outcome may have let the session resume.
+            fresh = await Session.objects.aget(pk=session.id)
+            messages.success(request, outcome_message(fresh))
     if request.POST.get("return_to") == "timeline":
         anchor = f"#event-{event_id}" if event_id.isdigit() else ""
         return redirect(reverse("sessions:detail", args=[session.id]) + anchor)
@@ -130,12 +132,12 @@ def _record(request: HttpRequest, session: Session, event_id: str, outcome: str)
     )
 
 
-def outcome_message(session: Session, outcome: str) -> str:
-    """What the page says after `outcome` was recorded for a call of `session`."""
-    what = {"approved": "Approved", "rejected": "Rejected"}.get(outcome, "Outcome recorded")
+def outcome_message(session: Session) -> str:
+    """What the page says after what became of a call of `session` was recorded ("did not
+    run" / "ran"; a decision says what happens next: `continue_after_decision`)."""
     follow = (
         " Send the agent the next message to continue the session."
         if agent_may_run(session)
         else ""
     )
-    return f"{what}. The next turn's context carries it.{follow}"
+    return f"Outcome recorded. The next turn's context carries it.{follow}"

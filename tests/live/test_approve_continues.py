@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from sessions_app import live
 from sessions_app.models import Event, Session, ToolOutcome, Turn
+from sessions_app.store import refresh_resume_status
 from tests.factories import make_session
 
 if TYPE_CHECKING:
@@ -141,3 +142,23 @@ async def test_a_decision_that_cannot_continue_runs_no_agent(
     assert await ToolOutcome.objects.filter(event_id=asking.id, outcome="approved").aexists()
     assert await Turn.objects.filter(session_id="s-imported").acount() == 1
     assert await Event.objects.filter(session_id="s-imported").acount() == 2
+
+
+async def test_what_became_of_a_lost_call_starts_nothing_and_says_the_agent_may_go_on(
+    admin_user: User,
+) -> None:
+    """A call awaiting no one gets "did not run": nothing continues by itself, and the
+    message (read from the refreshed session) says the next message goes ahead."""
+    session = await sync_to_async(make_session)("s-lost", events_per_turn=1)
+    turn = await Turn.objects.aget(session_id="s-lost")
+    lost = await Event.objects.acreate(
+        session=session, turn_id=turn.id, role="assistant", created_at=turn.started_at,
+        updated_at=turn.started_at, tool_calls=[{"id": "c-1", "name": "deploy", "arguments": {}}],
+    )  # fmt: skip
+    await sync_to_async(refresh_resume_status)("s-lost")
+    assert (await Session.objects.aget(pk="s-lost")).cannot_resume
+    client = _Client()
+    await sync_to_async(client.force_login)(admin_user)
+    page = await _decide(client, lost, "did_not_run", "checked the deploy log")
+    assert "Send the agent the next message to continue the session." in page
+    assert await Turn.objects.filter(session_id="s-lost").acount() == 1
