@@ -302,3 +302,18 @@ def test_list_and_todo_panel_show_plain_words(admin_client: Client) -> None:
     assert 'data-word="in_progress">In progress</span>' in panel
     assert '<option value="in_progress" selected>In progress</option>' in panel
     assert ">in_progress<" not in panel
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("runtime", "the agent's turn continues at once with the decisions"),
+        ("openai_agents", "the dashboard's agent does not run this session"),
+    ],
+)
+def test_the_context_page_says_what_a_decision_will_start(
+    admin_client: Client, source: str, said: str
+) -> None:
+    _pending_session(source=source)
+    page = admin_client.get(reverse("sessions:context", args=["s-wait"])).content.decode()
+    assert "Awaiting the user" in page and said in page

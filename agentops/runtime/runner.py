@@ -67,7 +67,8 @@ class Agent(Protocol):
     """An object whose ``run(context)`` yields the turn's events (see module docstring)."""
 
     def run(self, context: list[Event]) -> AsyncIterator[Event | BaseException]:
-        """Yield events for `context` (projected history + the new user event)."""
+        """Yield events for `context` (projected history + the new user event; for a
+        continuation, `Runner.resume`, the projected history ending with tool results)."""
         ...
 
 
