@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page
 
-from sessions_app.models import Turn
+from sessions_app.models import Session, Turn
 from tests.factories import make_session
 from tests.live.helpers import DaphneServer
 
@@ -74,6 +74,11 @@ def test_approving_a_pending_call_continues_the_turn_live(
         assert f"Approved by {admin_user.username} (note: ship it)" in answer
         assert "Deployed demo-app to staging" in answer
         assert watcher.inner_text("#turn-count") == "3"
+        # The header's token totals moved with the turn's end, as a reload would show them.
+        session = Session.objects.get(pk="s-approve")
+        total = watcher.locator("#session-tokens .token-total")
+        total.wait_for()
+        assert total.get_attribute("data-output") == str(session.tokens_output) != "0"
         continued = Turn.objects.filter(session_id="s-approve").order_by("-started_at").first()
         assert continued is not None and continued.status == "completed"
         assert watcher.locator(LAST).get_attribute("data-turn-id") == continued.id
