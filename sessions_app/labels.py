@@ -49,8 +49,9 @@ STATUSES: dict[str, Label] = {
     ),
     "blocks": Label(
         "Blocks the session",
-        "Completed, but a tool call it made has no result, so the session cannot resume until "
-        "the call's outcome is recorded.",
+        "Completed, but a tool call it made has no result (lost, or awaiting a person's "
+        "decision), so the session cannot resume until the call's outcome or the decision is "
+        "recorded.",
         "cannot-resume",
     ),
     # Not a runtime status: events stored without a turn record.

@@ -78,9 +78,12 @@ def _run_once() -> list[Event]:
 def test_an_admin_approves_a_pending_call_from_the_timeline_and_the_next_turn_runs(
     admin_client: Client,
 ) -> None:
-    call = _pending_session()
+    # An imported session: the decision is only recorded, and a runner of its own goes on
+    # (the dashboard's agent continuing its own session: tests/live/test_approve_continues.py).
+    call = _pending_session(source="openai_agents")
     html = _events_html(admin_client)
     assert "awaiting the user" in html and 'value="approved"' in html
+    assert "nothing continues here" in html
     location = _decide(admin_client, call, "approved", reason="go ahead", return_to="timeline")
     assert location.endswith(f"/sessions/s-wait/#event-{call.id}")
     record = models.ToolOutcome.objects.get()
@@ -99,7 +102,7 @@ def test_an_admin_approves_a_pending_call_from_the_timeline_and_the_next_turn_ru
 
 
 def test_a_rejection_reaches_the_context_as_an_error_result(admin_client: Client) -> None:
-    call = _pending_session()
+    call = _pending_session(source="openai_agents")
     _decide(admin_client, call, "rejected", reason="wrong account")
     context = admin_client.get(reverse("sessions:context", args=["s-wait"])).content.decode()
     assert "The person rejected this tool call" in context and "wrong account" in context
@@ -186,7 +189,10 @@ def test_htmx_refusal_answers_409_so_the_form_keeps_its_text(admin_client: Clien
         {"message": "hi"},
         headers={"HX-Request": "true"},
     )
-    assert response.status_code == 409 and b"Record what happened" in response.content
+    assert (
+        response.status_code == 409
+        and b"Approve or reject a call awaiting a person" in response.content
+    )
 
 
 def test_a_failing_projection_says_no_entry_would_be_sent(admin_client: Client) -> None:
@@ -296,3 +302,18 @@ def test_list_and_todo_panel_show_plain_words(admin_client: Client) -> None:
     assert 'data-word="in_progress">In progress</span>' in panel
     assert '<option value="in_progress" selected>In progress</option>' in panel
     assert ">in_progress<" not in panel
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("runtime", "the agent's turn continues at once with the decisions"),
+        ("openai_agents", "the dashboard's agent does not run this session"),
+    ],
+)
+def test_the_context_page_says_what_a_decision_will_start(
+    admin_client: Client, source: str, said: str
+) -> None:
+    _pending_session(source=source)
+    page = admin_client.get(reverse("sessions:context", args=["s-wait"])).content.decode()
+    assert "Awaiting the user" in page and said in page

@@ -71,7 +71,7 @@ def test_completed_turn_with_unanswered_call_blocks_the_session(operator_client:
     assert [row.turn.id for row in response.context["rows"]] == ["last"]
     html = response.content.decode()
     assert "blocks the session" in html and escape(label_for("status", "blocks").help) in html
-    assert "/sessions/s-blocked/context/" in html
+    assert "/sessions/s-blocked/protocol/" in html  # where the forms are
     statuses = {f.name: {v.value: v.count for v in f.values} for f in response.context["facets"]}
     assert statuses["status"] == {"blocks": 1}
     filtered = operator_client.get(URL, {"status": "blocks"})

@@ -16,6 +16,12 @@ every turn outcome of docs/runtime.md §2 can be shown live on the session page.
   failure ``demo_stopped_mid_tool`` at stage ``tool``).
 - "slow": like the default, but streams several paragraphs at a reading pace (each one
   stored when complete), for the always-running live demo.
+- "deploy": asks to call the ``deploy`` tool, which needs a person's approval: the turn
+  ends (completed) with the call awaiting a person (``Event.pending_call_ids``), and the
+  session cannot resume until someone decides. The turn that continues after the decision
+  (``Runner.resume``: the context ends with the decision as the call's result) runs the
+  harmless fake deploy and reports it when it was approved, and says it did not deploy
+  when it was rejected (docs/runtime.md §3 "Continuing a turn").
 
 `delay` is the pause in seconds between two streamed fragments.
 """
@@ -30,7 +36,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentops.agents.tools import ToolRunner, session_id_of
-from agentops.runtime.model import Content, Event, FinishReason, Role, ToolCall, Usage
+from agentops.runtime.model import (
+    Content,
+    Event,
+    FinishReason,
+    Role,
+    ToolCall,
+    ToolResponse,
+    Usage,
+)
 from agentops.runtime.session import TurnFailure
 from agentops.runtime.todos import TodoStore
 
@@ -85,6 +99,51 @@ async def _word_count(arguments: Mapping[str, Any]) -> dict[str, int]:
 
 async def _utc_clock(arguments: Mapping[str, Any]) -> dict[str, str]:
     return {"utc": datetime.now(UTC).isoformat(timespec="seconds")}
+
+
+#: The tool that needs a person's approval before it runs.
+DEPLOY_TOOL = "deploy"
+
+
+def _deploy(arguments: Mapping[str, Any]) -> dict[str, str]:
+    """The fake deploy, run once approved: nothing happens, a release id is made up."""
+    return {
+        "service": str(arguments.get("service", "")),
+        "environment": str(arguments.get("environment", "")),
+        "release": f"rel-{uuid.uuid4().hex[:8]}",
+        "deployed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _decided_calls(context: list[Event]) -> list[tuple[ToolCall, ToolResponse | None]]:
+    """The calls of the context's last assistant event, each with the result after it."""
+    index = len(context) - 1
+    while index >= 0 and context[index].content.role is Role.TOOL:
+        index -= 1
+    if index < 0:
+        return []
+    results = {e.content.answered_call_id: e.content.tool_response for e in context[index + 1 :]}
+    return [(call, results.get(call.id)) for call in context[index].content.tool_calls]
+
+
+def _continuation_text(call: ToolCall, response: ToolResponse | None) -> str:
+    """What the agent says about `call` once `response` (a person's decision) answers it."""
+    what = (
+        f"**{call.arguments.get('service', '?')}** to **{call.arguments.get('environment', '?')}**"
+    )
+    if response is None or response.error is not None:
+        why = response.error if response is not None else "no decision was recorded"
+        return f"I did not deploy {what}: {why}"
+    result = response.result if isinstance(response.result, dict) else {}
+    if call.name == DEPLOY_TOOL and result.get("decision") == "approved":
+        done = _deploy(call.arguments)
+        by = result.get("by") or "a person"
+        note = f" (note: {result['note']})" if result.get("note") else ""
+        return (
+            f"Approved by {by}{note}. Deployed {what}: release `{done['release']}` at "
+            f"{done['deployed_at']}."
+        )
+    return f"The call {call.name} was answered with: {response.result!r}"
 
 
 def _has_word(message: str, word: str) -> bool:
@@ -144,7 +203,30 @@ class DemoAgent:
     async def __call__(self, context: list[Event]) -> AsyncIterator[Event]:
         """Run one turn for `context` (projected history + the stored user event)."""
         session_id = session_id_of(context)
+        if context[-1].content.role is Role.TOOL:
+            # A continuation (Runner.resume): a person decided on the call awaiting them.
+            for call, response in _decided_calls(context):
+                async for event in self._stream(_continuation_text(call, response)):
+                    yield event
+            return
         message = context[-1].content.text.lower()
+        if _has_word(message, "deploy"):
+            call = ToolCall(
+                id=self._call_id(),
+                name=DEPLOY_TOOL,
+                arguments={"service": "demo-app", "environment": "staging"},
+            )
+            yield Event(
+                author=AUTHOR,
+                content=Content(
+                    role=Role.ASSISTANT,
+                    text="Deploying needs a person's approval: I have asked for it.",
+                    tool_calls=(call,),
+                ),
+                finish_reason=FinishReason.TOOL_CALLS,
+                pending_call_ids=(call.id,),
+            )
+            return
         if re.search(r"\bstop mid[- ]tool\b", message):
             call = ToolCall(id=self._call_id(), name="word_count", arguments={"text": message})
             yield Event(

@@ -129,7 +129,7 @@ class RemoteSessionService:
             raise errors.InvalidEventError(event.session_id, "partial events are never stored")
         item = event.model_dump(
             mode="json", include={"turn_id", "author", "content", "finish_reason", "usage",
-                                  "state_delta"},
+                                  "state_delta", "pending_call_ids"},
         )  # fmt: skip
         item["client_key"] = uuid.uuid4().hex
         path = f"/sessions/{_q(event.session_id)}/events"

@@ -12,6 +12,7 @@ from agentops.runtime.errors import (
     InvalidEventError,
     InvalidOutcomeError,
     InvalidTurnError,
+    NothingToContinueError,
     SessionNotFoundError,
     ToolExecutionUnknownError,
     TurnNotFoundError,
@@ -47,10 +48,13 @@ from agentops.runtime.projection import (
     project_default,
 )
 from agentops.runtime.protocol import (
+    NOTHING_TO_CONTINUE,
     OrphanResult,
     ToolProtocolIssue,
+    continuation_problem,
     inspect_orphan_results,
     inspect_tool_protocol,
+    validate_continuation,
     validate_tool_protocol,
 )
 from agentops.runtime.runner import Agent, Runner, cleanup_errors
@@ -70,6 +74,7 @@ from agentops.runtime.session import (
 from agentops.runtime.todos import TodoItem, TodoStore, TodoTools
 
 __all__ = [
+    "NOTHING_TO_CONTINUE",
     "Agent",
     "AgentOpsRuntimeError",
     "Content",
@@ -86,6 +91,7 @@ __all__ = [
     "InvalidOutcomeError",
     "InvalidTurnError",
     "LegacyInMemorySessionService",
+    "NothingToContinueError",
     "OrphanResult",
     "ProjectionExplanation",
     "ProjectionInput",
@@ -115,11 +121,13 @@ __all__ = [
     "TurnStore",
     "Usage",
     "cleanup_errors",
+    "continuation_problem",
     "default_failure_classifier",
     "explain_projection",
     "inspect_orphan_results",
     "inspect_tool_protocol",
     "project_default",
+    "validate_continuation",
     "validate_outcome",
     "validate_tool_protocol",
 ]

@@ -20,6 +20,7 @@ __all__ = [
     "InvalidEventError",
     "InvalidOutcomeError",
     "InvalidTurnError",
+    "NothingToContinueError",
     "SessionNotFoundError",
     "ToolExecutionUnknownError",
     "TurnNotFoundError",
@@ -138,3 +139,21 @@ class ToolExecutionUnknownError(AgentOpsRuntimeError):
             message=TOOL_EXECUTION_UNKNOWN_MESSAGE,
             stage=FailureStage.TOOL,
         )
+
+
+class NothingToContinueError(AgentOpsRuntimeError):
+    """A continuation turn was asked for, but the projected history does not end with the
+    results of its last assistant event's tool calls (docs/runtime.md §3 "Continuing a
+    turn"). Raised before a turn is begun: nothing is stored.
+
+    Attributes: `session_id`, `event_id` (the projection's last event, 0 when it is empty
+    or synthetic), `key` (a key of `agentops.runtime.protocol.NOTHING_TO_CONTINUE`) and
+    `problem`, its fixed text (safe to show).
+    """
+
+    def __init__(self, session_id: str, event_id: int, key: str, problem: str) -> None:
+        self.session_id = session_id
+        self.event_id = event_id
+        self.key = key
+        self.problem = problem
+        super().__init__(f"nothing to continue in session {session_id!r}: {problem}")

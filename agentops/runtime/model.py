@@ -231,6 +231,9 @@ class Event(_Value):
     - `author`: display only ("user", "runner", an agent name), never sent to a model.
     - `partial`: a streaming fragment; the runner forwards it but never stores it.
     - `state_delta`: JSON object merged into the session state when the event is stored.
+    - `pending_call_ids`: ids of this event's tool calls that wait for a person (an
+      approval, an answer): the turn ends without their results, and a continuation turn
+      runs once a decision answers them (docs/runtime.md §3 "Continuing a turn").
     - `created_at` / `updated_at`: UTC, set by the store (None before that).
     """
 
@@ -243,6 +246,7 @@ class Event(_Value):
     usage: Usage | None = None
     partial: bool = False
     state_delta: dict[str, Any] = Field(default_factory=dict)
+    pending_call_ids: tuple[str, ...] = ()
     created_at: datetime | None = None
     updated_at: datetime | None = None
 

@@ -10,16 +10,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentops.runtime.errors import ToolExecutionUnknownError
+from agentops.runtime.errors import NothingToContinueError, ToolExecutionUnknownError
 from agentops.runtime.model import Event, Role, ToolCall
 
 __all__ = [
+    "NOTHING_TO_CONTINUE",
     "OrphanResult",
     "ToolProtocolIssue",
+    "continuation_problem",
     "inspect_orphan_results",
     "inspect_tool_protocol",
+    "validate_continuation",
     "validate_tool_protocol",
 ]
+
+#: Why a history cannot be continued without a new user message (docs/runtime.md §3
+#: "Continuing a turn"): fixed texts, safe to show.
+NOTHING_TO_CONTINUE = {
+    "empty": "the session has no history to continue",
+    "not_tool": "the history does not end with a tool result",
+    "no_call": "the last assistant message asked for no tool call",
+    "unanswered": "a tool call of the last assistant message has no result",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,3 +184,32 @@ def validate_tool_protocol(events: Sequence[Event]) -> None:
     issues = _scan(events, 0, len(events))
     if issues:
         raise issues[0].to_error()
+
+
+def continuation_problem(events: Sequence[Event]) -> str:
+    """Why `events` (a projected context) cannot be continued without a new user message,
+    as a key of `NOTHING_TO_CONTINUE`, or "" when it can: its last assistant event asked
+    for tool calls, every event after it is a tool result, and each of its calls is
+    answered (docs/runtime.md §3 "Continuing a turn"). Linear; never raises."""
+    if not events:
+        return "empty"
+    if events[-1].content.role is not Role.TOOL:
+        return "not_tool"
+    last = len(events) - 1
+    while last >= 0 and events[last].content.role is Role.TOOL:
+        last -= 1
+    if last < 0 or events[last].content.role is not Role.ASSISTANT:
+        return "no_call"
+    if not events[last].content.tool_calls:
+        return "no_call"
+    if inspect_tool_protocol(events[last:]):
+        return "unanswered"
+    return ""
+
+
+def validate_continuation(session_id: str, events: Sequence[Event]) -> None:
+    """Raise `NothingToContinueError` when `continuation_problem(events)` names a problem."""
+    problem = continuation_problem(events)
+    if problem:
+        event_id = events[-1].id if events else 0
+        raise NothingToContinueError(session_id, event_id, problem, NOTHING_TO_CONTINUE[problem])

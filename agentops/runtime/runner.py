@@ -1,4 +1,5 @@
-"""The runner: one user turn against a stateless agent and a session service (docs/runtime.md §3).
+"""The runner: one user turn against a stateless agent and a session service, or a turn that
+continues the session without a new user message (docs/runtime.md §3).
 
 An *agent* is either
 
@@ -6,7 +7,8 @@ An *agent* is either
   ``async def`` generator function), or
 - an object with a method ``run(context: list[Event]) -> AsyncIterator[Event]``.
 
-`context` is the projected history (docs/runtime.md §4) followed by the stored user event; the
+`context` is the projected history (docs/runtime.md §4) followed by the stored user event (a
+continuation, `Runner.resume`: the projected history alone, ending with tool results); the
 agent owns that list. It yields events: complete ones (``partial=False``) are stored and
 forwarded, partial ones (streaming fragments) are forwarded only. The runner stamps the
 session and turn ids on everything the agent yields. An agent fails by raising (or by
@@ -30,7 +32,7 @@ import functools
 import inspect
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
@@ -41,7 +43,7 @@ from agentops.runtime.failures import FailureClassifier, default_failure_classif
 from agentops.runtime.ids import new_id
 from agentops.runtime.model import Content, Event, Role, utc_now
 from agentops.runtime.projection import ProjectionInput, Projector, as_projector
-from agentops.runtime.protocol import validate_tool_protocol
+from agentops.runtime.protocol import validate_continuation, validate_tool_protocol
 from agentops.runtime.session import (
     FailureStage,
     RunLock,
@@ -65,7 +67,8 @@ class Agent(Protocol):
     """An object whose ``run(context)`` yields the turn's events (see module docstring)."""
 
     def run(self, context: list[Event]) -> AsyncIterator[Event | BaseException]:
-        """Yield events for `context` (projected history + the new user event)."""
+        """Yield events for `context` (projected history + the new user event; for a
+        continuation, `Runner.resume`, the projected history ending with tool results)."""
         ...
 
 
@@ -80,6 +83,8 @@ class _Run:
     turn_id: str
     run_id: str = field(default_factory=lambda: new_id("run"))
     stored_ids: list[int] = field(default_factory=list)
+    #: Where an error now would come from (docs/runtime.md §3 "Failing a turn").
+    stage: FailureStage = FailureStage.PERSISTENCE
 
 
 class Runner:
@@ -124,13 +129,13 @@ class Runner:
         self._run_lock = session_service if isinstance(session_service, RunLock) else None
         self._background: set[asyncio.Task[Any]] = set()
 
-    async def run(
+    def run(
         self,
         session_id: str,
         user_input: Content | str,
         *,
         timeout: float | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Run one user turn; yield the turn's events as they come (docs/runtime.md §3).
 
         `user_input`: text or a `Content` (its role is forced to user). `timeout`:
@@ -144,51 +149,70 @@ class Runner:
         (`cleanup_errors`, notes). Closing the generator early records the turn
         interrupted/consumer_stopped (no turn store: rolls it back) and never raises.
         """
+        return self._turn(session_id, self._user_content(user_input), timeout)
+
+    def resume(
+        self, session_id: str, *, timeout: float | None = None
+    ) -> AsyncGenerator[Event, None]:
+        """Run a turn that continues the session without a new user message
+        (docs/runtime.md §3 "Continuing a turn"): the projected history must end with the
+        results of its last assistant event's tool calls (for example a person's decision
+        on a call awaiting them), and the agent gets that history as its context.
+
+        The steps are those of `run`, except that the facts are read, projected and
+        checked before the turn begins, and no user event is stored. Raises
+        `SessionNotFoundError`; `ToolExecutionUnknownError` or `NothingToContinueError`
+        (before a turn is begun: nothing is stored, the agent is not called); otherwise as
+        `run`.
+        """
+        return self._turn(session_id, None, timeout)
+
+    async def _turn(
+        self, session_id: str, content: Content | None, timeout: float | None
+    ) -> AsyncGenerator[Event, None]:
+        """One turn: a user turn storing `content`, or a continuation when it is None.
+        The one generator the caller iterates and closes (`run` and `resume` return it)."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        content = self._user_content(user_input)
         async with AsyncExitStack() as stack:
             session = await self._load_and_lock(session_id, stack)
             store = self._turn_store
             run = _Run(session=session, turn_id=new_id("turn"))
             logger.debug("run %s: turn %s of session %s", run.run_id, run.turn_id, session_id)
+            if store is not None and self._run_lock is not None:
+                # The lock is ours, so any running turn belongs to a dead process.
+                await self._recover_abandoned(store, session_id)
+            context: list[Event] | None = None
+            if content is None:
+                # A continuation reads and checks its context before it begins a turn: one
+                # that cannot continue leaves nothing behind.
+                context = await self._context(run, deadline)
+                validate_continuation(session_id, context)
             if store is not None:
-                if self._run_lock is not None:
-                    # The lock is ours, so any running turn belongs to a dead process.
-                    await self._recover_abandoned(store, session_id)
                 await self._begin(store, run, deadline)
             agent_iter: AsyncIterator[Event | BaseException] | None = None
-            stage = FailureStage.PERSISTENCE
             try:
-                events = await self._bounded(self.session_service.list_events(session_id), deadline)
-                turns: list[Turn] = []
-                if store is not None:
-                    turns = await self._bounded(store.list_turns(session_id), deadline)
-                stage = FailureStage.AGENT
-                projected: Any = self.projector.project(ProjectionInput(turns=turns, events=events))
-                if inspect.isawaitable(projected):  # tolerate a synchronous project()
-                    projected = await self._bounded(projected, deadline)
-                context = list(projected)
-                stage = FailureStage.TOOL
-                validate_tool_protocol(context)
-                stage = FailureStage.PERSISTENCE
-                user_event = await self._bounded(
-                    self.session_service.append_event(
-                        Event(
-                            session_id=session_id,
-                            turn_id=run.turn_id,
-                            author="user",
-                            content=content,
-                        )
-                    ),
-                    deadline,
-                )
-                run.stored_ids.append(user_event.id)
-                context.append(user_event)
-                stage = FailureStage.AGENT
+                if context is None:
+                    context = await self._context(run, deadline)
+                if content is not None:
+                    run.stage = FailureStage.PERSISTENCE
+                    user_event = await self._bounded(
+                        self.session_service.append_event(
+                            Event(
+                                session_id=session_id,
+                                turn_id=run.turn_id,
+                                author="user",
+                                content=content,
+                            )
+                        ),
+                        deadline,
+                    )
+                    run.stored_ids.append(user_event.id)
+                    context.append(user_event)
+                run.stage = FailureStage.AGENT
                 agent_iter = await self._start_agent(context)
                 while True:
-                    stage = FailureStage.AGENT
+                    run.stage = FailureStage.AGENT
                     try:
                         item = await self._bounded(anext(agent_iter), deadline)
                     except StopAsyncIteration:
@@ -199,23 +223,41 @@ class Runner:
                         update={"session_id": session_id, "turn_id": run.turn_id}
                     )
                     if stamped.partial:
-                        stage = FailureStage.CONSUMER
+                        run.stage = FailureStage.CONSUMER
                         yield stamped.model_copy(update={"id": 0})
                         continue
-                    stage = FailureStage.PERSISTENCE
+                    run.stage = FailureStage.PERSISTENCE
                     stored = await self._bounded(
                         self.session_service.append_event(stamped), deadline
                     )
                     run.stored_ids.append(stored.id)
-                    stage = FailureStage.CONSUMER
+                    run.stage = FailureStage.CONSUMER
                     yield stored
             except GeneratorExit:
                 await self._consumer_stopped(run, agent_iter)
                 raise
             except BaseException as cause:
-                await self._fail(run, cause, stage, agent_iter)
+                await self._fail(run, cause, run.stage, agent_iter)
                 raise
             await self._finish(run, agent_iter)
+
+    async def _context(self, run: _Run, deadline: float | None) -> list[Event]:
+        """docs/runtime.md §3 steps 5-7: read the facts, project them, check the tool
+        protocol of the result; `run.stage` says where an error came from."""
+        session_id = run.session.id
+        run.stage = FailureStage.PERSISTENCE
+        events = await self._bounded(self.session_service.list_events(session_id), deadline)
+        turns: list[Turn] = []
+        if self._turn_store is not None:
+            turns = await self._bounded(self._turn_store.list_turns(session_id), deadline)
+        run.stage = FailureStage.AGENT
+        projected: Any = self.projector.project(ProjectionInput(turns=turns, events=events))
+        if inspect.isawaitable(projected):  # tolerate a synchronous project()
+            projected = await self._bounded(projected, deadline)
+        context = list(projected)
+        run.stage = FailureStage.TOOL
+        validate_tool_protocol(context)
+        return context
 
     # -- steps -----------------------------------------------------------------------
 

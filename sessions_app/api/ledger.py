@@ -294,5 +294,5 @@ def _ids_after(session_id: str, before: int) -> list[int]:
 #: The columns `row_fields_from_event` fills, in a fixed order.
 _PLAIN_FIELDS = (
     "turn_id", "author", "role", "text", "parts", "reasoning", "tool_calls", "tool_response",
-    "tool_call_id", "finish_reason", "usage", "state_delta",
+    "tool_call_id", "finish_reason", "usage", "state_delta", "pending_call_ids",
 )  # fmt: skip

@@ -79,6 +79,8 @@ class EventIn(BaseModel):
     finish_reason: FinishReason = FinishReason.NONE
     usage: Usage | None = None
     state_delta: dict[str, Any] = Field(default_factory=dict)
+    #: Ids of this event's tool calls that wait for a person (docs/runtime.md §1).
+    pending_call_ids: list[str] = Field(default_factory=list, max_length=1000)
 
     @field_validator("usage")
     @classmethod

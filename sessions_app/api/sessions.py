@@ -101,6 +101,7 @@ async def append_events(request: HttpRequest, session_id: str, body: AppendIn) -
                 finish_reason=item.finish_reason,
                 usage=item.usage,
                 state_delta=item.state_delta,
+                pending_call_ids=tuple(item.pending_call_ids),
             ),
         )
         for item in body.events

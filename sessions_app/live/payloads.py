@@ -32,7 +32,8 @@ Payload shapes (times ISO 8601 UTC):
   dropped (a watcher that caught up after a reconnect).
 - TurnPayload: ``{id, session_id, status, reason, failure_code, failure_stage,
   failure_message, status_note, stopped_by, started_at, finished_at, event_count,
-  session_turn_count}``.
+  session_turn_count}`` and, read with it, the session's token totals and model
+  (``session_tokens_input``, ``_output``, ``_cached``, ``session_model``).
 
 HTML for watchers is made from these values where they are watched
 (`sessions_app.live.render`), not by the process that stores the events.
@@ -44,7 +45,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -90,7 +91,6 @@ def event_values(event: Event) -> dict[str, Any]:
         "id": event.id,
         "session_id": event.session_id,
         **row_fields_from_event(event),
-        "pending_call_ids": [],
         "created_at": _iso(event.created_at or now),
         "updated_at": _iso(event.updated_at or now),
     }
@@ -227,6 +227,11 @@ def _turns_with_counts() -> QuerySet[models.Turn]:
     return models.Turn.objects.annotate(
         event_count=Subquery(event_count, output_field=IntegerField()),
         session_turn_count=Subquery(turn_count, output_field=IntegerField()),
+        # The session's kept token totals (the page header's), read in the same query.
+        session_tokens_input=F("session__tokens_input"),
+        session_tokens_output=F("session__tokens_output"),
+        session_tokens_cached=F("session__tokens_cached"),
+        session_model=F("session__model"),
     )
 
 
@@ -245,7 +250,21 @@ def _turn_payload_of(row: models.Turn) -> dict[str, Any]:
         "finished_at": _iso(row.finished_at),
         "event_count": getattr(row, "event_count", None) or 0,
         "session_turn_count": getattr(row, "session_turn_count", None) or 0,
+        **{
+            name: getattr(row, name)
+            for name in SESSION_TOKEN_FIELDS
+            if getattr(row, name, None) is not None
+        },
     }
+
+
+#: The session's token totals and model a TurnPayload carries when read with them.
+SESSION_TOKEN_FIELDS = (
+    "session_tokens_input",
+    "session_tokens_output",
+    "session_tokens_cached",
+    "session_model",
+)
 
 
 def turn_row(payload: dict[str, Any]) -> models.Turn:

@@ -15,7 +15,8 @@ Frames by kind (T = turn id, N = event id):
   replaces ``#event-count-T`` when the count is known. State: event-id, turn-id, role,
   pair-id.
 - turn: adds the turn's article before ``#timeline-end`` (the latest page's end; the page
-  skips it when the turn is already shown), replaces ``#turn-head-T`` and ``#turn-count``;
+  skips it when the turn is already shown), replaces ``#turn-head-T``, ``#turn-count`` and
+  the header's ``#session-tokens``;
   a running turn clears ``#stop-note``, an ended one ``#live-stream-T``. State: turn-id,
   status, reason.
 - partial: the first of a stream replaces ``#live-stream-T`` with a streaming box, the
@@ -41,6 +42,7 @@ from django.utils.safestring import SafeString, mark_safe
 from sessions_app import models
 from sessions_app.live.payloads import event_row, turn_row
 from sessions_app.pages import presenters
+from sessions_app.search.numbers import TokenTotals, cost_of
 
 RUNNING = models.Turn.Status.RUNNING
 
@@ -161,6 +163,17 @@ def _turn_body(turn: dict[str, Any]) -> SafeString:
             {"turn_count": turn["session_turn_count"], "oob": True},
         ),
     ]
+    if "session_tokens_input" in turn:
+        # The header's token totals, as a reloaded page shows them.
+        values = (
+            turn["session_tokens_input"],
+            turn["session_tokens_output"],
+            turn["session_tokens_cached"],
+        )
+        tokens = TokenTotals(*values, cost=cost_of(turn.get("session_model", ""), *values))
+        parts.append(
+            render_to_string("sessions/detail.html#session_tokens", {"tokens": tokens, "oob": True})
+        )
     if turn["status"] == RUNNING:
         # A turn begins: a stop note is about an earlier one.
         parts.append(render_to_string("sessions/detail.html#stop_note", {"oob": True}))

@@ -13,10 +13,10 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, cast
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -62,6 +62,17 @@ def get_agent(path: str = "") -> AgentLike:
     return agent
 
 
+#: Source formats of the sessions the dashboard created: only these run its agent.
+DASHBOARD_FORMATS = frozenset({"runtime", "demo"})
+
+
+def run_by_dashboard(session: Any) -> bool:
+    """True for a session the dashboard created (source format "runtime", or the demo
+    data and the live demo, "demo"): the configured agent runs its turns, and continues
+    one after a person decides on a call awaiting them. Imported transcripts: False."""
+    return session.source_format in DASHBOARD_FORMATS
+
+
 def run_refusal(session: Any) -> str:
     """Why the dashboard's agent may not run a turn of `session` (a `Session` row), or ""
     when it may: only sessions the dashboard created (source format "runtime", or the
@@ -75,15 +86,16 @@ def run_refusal(session: Any) -> str:
             f"({session.get_source_format_display()}): the dashboard's agent only runs "
             "sessions it created."
         )
-    if session.source_format not in {"runtime", "demo"}:
+    if not run_by_dashboard(session):
         return (
             f"This session was imported ({session.get_source_format_display()}): the "
             "dashboard's agent only runs sessions it created."
         )
     if session.cannot_resume:
         return (
-            "The next turn would be refused: tool calls have no result. Record what "
-            "happened to them on the tool-protocol page first."
+            "The next turn would be refused: tool calls have no result. Approve or "
+            "reject a call awaiting a person on the timeline (the turn then continues), "
+            "or record what happened to the others on the tool-protocol page first."
         )
     return ""
 
@@ -142,14 +154,17 @@ async def _renew_leases(turn_ids: Sequence[str]) -> None:
 
 async def run_turn(
     session_id: str,
-    message: Content | str,
+    message: Content | str | None,
     *,
     agent: AgentLike | None = None,
     service: LiveSessionService | None = None,
     on_event: Callable[[Event], Any] | None = None,
     listen_for_cancel: bool = True,
 ) -> None:
-    """Run one turn through the Runner on the database, broadcasting as it goes.
+    """Run one turn through the Runner on the database, broadcasting as it goes: a user
+    turn storing `message`, or with None the turn that continues the session after a
+    decision answered its call awaiting a person (`Runner.resume`, docs/runtime.md §3
+    "Continuing a turn").
 
     `agent`: default `get_agent()`. `on_event(event)` is called for each event the runner
     yields (partials with id 0, stored events). With `listen_for_cancel`, the run joins the
@@ -181,7 +196,7 @@ async def run_turn(
     try:
         if listen_for_cancel and me is not None:
             listener = await _CancelListener.start(session_id, me, turn_ids)
-        run = cast(AsyncGenerator[Event, None], runner.run(session_id, message))
+        run = runner.run(session_id, message) if message is not None else runner.resume(session_id)
         async with contextlib.aclosing(run) as events:
             async for event in events:
                 try:
@@ -264,11 +279,12 @@ class _CancelListener:
 
 
 async def start_turn(
-    session_id: str, message: Content | str, *, agent: AgentLike | None = None
+    session_id: str, message: Content | str | None, *, agent: AgentLike | None = None
 ) -> RunHandle:
     """Start one turn of `session_id` as a task of this process and wait until the turn
-    has begun (or the run ended first, e.g. an unknown session: then `task` holds the
-    error). Returns its `RunHandle`; the task is kept in the registry until it ends."""
+    has begun (or the run ended first, e.g. an unknown session, or a continuation
+    (`message` None) with nothing to continue: then `task` holds the error). Returns its
+    `RunHandle`; the task is kept in the registry until it ends."""
     service = LiveSessionService()
     holder: list[RunHandle] = []
 

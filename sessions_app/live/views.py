@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils.html import escape
 from django.views.decorators.http import require_POST
 
+from agentops.runtime.errors import NothingToContinueError
 from sessions_app import live
 from sessions_app.access import get_session_for_user
 from sessions_app.live import runs
@@ -137,6 +138,40 @@ async def stop_turns(request: HttpRequest, session_id: str) -> HttpResponse:
     else:
         note = "Stop requested."
     return _answer(request, session.id, 202, data, note)
+
+
+async def continue_after_decision(session_id: str) -> str:
+    """After a person decided on a call awaiting them in `session_id`: start the turn that
+    continues the session (`runs.start_turn` with no message: `Runner.resume`, a task of
+    this process like a page-started turn, so watchers see it live) when the dashboard's
+    agent runs the session. Returns the sentence the page shows: what happens next, or why
+    nothing does (an imported session: the decision is only recorded)."""
+    session = await Session.objects.aget(pk=session_id)  # the refreshed resume status
+    if not runs.run_by_dashboard(session):
+        return (
+            f"Recorded only: this session was imported ({session.get_source_format_display()}), "
+            "so the dashboard's agent does not run it and nothing continues here. The next "
+            "turn's context carries the decision."
+        )
+    if session.cannot_resume:
+        return "The agent did not continue: other tool calls still have no result."
+    await live.recover_dead_turns(session.id)
+    busy = await sync_to_async(live.active_turn_id)(session.id)
+    if busy:
+        return f"The agent did not continue: turn {busy} is still running."
+    handle = await live.start_turn(session.id, None)
+    if handle.turn_id:
+        return "The agent continues the turn with your decision."
+    error = handle.task.exception() if handle.task.done() and not handle.task.cancelled() else None
+    if isinstance(error, NothingToContinueError) and error.key == "not_tool":
+        # E.g. an interrupted or failed turn: its context ends with the status notice.
+        return (
+            "The agent did not continue: its last turn did not end waiting for this "
+            "decision. Send it a message to go on; the next turn's context carries it."
+        )
+    if isinstance(error, NothingToContinueError):
+        return f"The agent did not continue: {error.problem}. Send it a message instead."
+    return f"The agent did not continue ({type(error).__name__ if error else 'no turn'})."
 
 
 def page_context(request: HttpRequest, session: Session) -> dict[str, object]:

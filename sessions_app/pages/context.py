@@ -10,6 +10,7 @@ from django.views.decorators.http import require_safe
 
 from agentops.runtime.model import Role
 from sessions_app.access import get_session_for_user
+from sessions_app.live.runs import run_by_dashboard
 from sessions_app.models import Event
 from sessions_app.pages import presenters
 from sessions_app.pages.context_rows import TOKENIZER, compaction_facts
@@ -83,6 +84,7 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
         "entries": list(streamed.page),
         "error": explanation.error,
         "awaiting": awaiting,
+        "agent_continues": run_by_dashboard(session),
         "compaction": compaction_facts(raw),
         "tokenizer": TOKENIZER,
         "total_tokens": streamed.tokens,

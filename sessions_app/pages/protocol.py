@@ -4,6 +4,7 @@ call."""
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -13,9 +14,15 @@ from django.views.decorators.http import require_POST, require_safe
 
 from agentops.runtime.protocol import ToolProtocolIssue
 from sessions_app.access import get_session_for_user
-from sessions_app.live.runs import agent_may_run
+from sessions_app.live.runs import agent_may_run, run_by_dashboard
+from sessions_app.live.views import continue_after_decision
 from sessions_app.models import Session, ToolOutcome, Turn
-from sessions_app.outcomes import OutcomeRejectedError, parse_result, record_tool_outcome
+from sessions_app.outcomes import (
+    DECISIONS,
+    OutcomeRejectedError,
+    parse_result,
+    record_tool_outcome,
+)
 from sessions_app.pages import presenters
 from sessions_app.projector import load_outcomes
 from sessions_app.roles import can_record_outcomes
@@ -63,6 +70,7 @@ def session_protocol(request: HttpRequest, session_id: str) -> HttpResponse:
         "orphans": [(orphan, presenters.runtime_event(event)) for orphan, event in kept.orphans],
         "compacted": kept.compacted,
         "can_record": can_record_outcomes(request.user),
+        "agent_continues": run_by_dashboard(session),
         # Approve / reject are offered on calls awaiting a person, in their own form.
         "outcome_choices": [
             (value, label) for value, label in ToolOutcome.Outcome.choices if value in MANUAL
@@ -76,46 +84,60 @@ def _turn_ids(issues: list[ToolProtocolIssue]) -> list[str]:
 
 
 @require_POST
-def tool_outcome_create(request: HttpRequest, session_id: str) -> HttpResponse:
+async def tool_outcome_create(request: HttpRequest, session_id: str) -> HttpResponse:
     """POST /sessions/<id>/protocol/outcomes/: record the outcome of an unanswered call.
 
     Form fields: event_id, call_id, outcome (did_not_run | ran, or approved | rejected for
     a call awaiting a person), result (JSON or text, for "ran"), reason, return_to
     ("timeline": back to the call on the session page). Admins only (403 otherwise); a
-    refused outcome shows its reason as an error message. Redirects back to the protocol
-    page or the session page (post/redirect/get).
+    refused outcome shows its reason as an error message. A decision on a session the
+    dashboard's agent runs then starts the turn that continues it, in this server process
+    (`live.views.continue_after_decision`); on an imported session it is only recorded,
+    and the message says so. Redirects back to the protocol page or the session page
+    (post/redirect/get).
     """
-    session = get_session_for_user(request, session_id)
-    if not can_record_outcomes(request.user):
+    request.user = await request.auser()
+    session = await sync_to_async(get_session_for_user)(request, session_id)
+    if not await sync_to_async(can_record_outcomes)(request.user):
         raise PermissionDenied("Only admins may record tool outcomes.")
     event_id = request.POST.get("event_id", "")
     outcome = request.POST.get("outcome", "")
     try:
-        record_tool_outcome(
-            session,
-            event_id=int(event_id) if event_id.isdigit() else -1,
-            call_id=request.POST.get("call_id", ""),
-            outcome=outcome,
-            result=parse_result(request.POST.get("result", "")),
-            reason=request.POST.get("reason", ""),
-            user=request.user,  # type: ignore[arg-type]
-        )
+        await sync_to_async(_record)(request, session, event_id, outcome)
     except OutcomeRejectedError as error:
         messages.error(request, f"Not recorded: {error}.")
     else:
-        messages.success(request, outcome_message(session, outcome))
+        if outcome in DECISIONS:
+            what = "Approved." if outcome == ToolOutcome.Outcome.APPROVED else "Rejected."
+            messages.success(request, f"{what} {await continue_after_decision(session.id)}")
+        else:
+            # The refreshed row: the recorded outcome may have let the session resume.
+            fresh = await Session.objects.aget(pk=session.id)
+            messages.success(request, outcome_message(fresh))
     if request.POST.get("return_to") == "timeline":
         anchor = f"#event-{event_id}" if event_id.isdigit() else ""
         return redirect(reverse("sessions:detail", args=[session.id]) + anchor)
     return redirect("sessions:protocol", session_id=session.id)
 
 
-def outcome_message(session: Session, outcome: str) -> str:
-    """What the page says after `outcome` was recorded for a call of `session`."""
-    what = {"approved": "Approved", "rejected": "Rejected"}.get(outcome, "Outcome recorded")
+def _record(request: HttpRequest, session: Session, event_id: str, outcome: str) -> None:
+    record_tool_outcome(
+        session,
+        event_id=int(event_id) if event_id.isdigit() else -1,
+        call_id=request.POST.get("call_id", ""),
+        outcome=outcome,
+        result=parse_result(request.POST.get("result", "")),
+        reason=request.POST.get("reason", ""),
+        user=request.user,  # type: ignore[arg-type]
+    )
+
+
+def outcome_message(session: Session) -> str:
+    """What the page says after what became of a call of `session` was recorded ("did not
+    run" / "ran"; a decision says what happens next: `continue_after_decision`)."""
     follow = (
         " Send the agent the next message to continue the session."
         if agent_may_run(session)
         else ""
     )
-    return f"{what}. The next turn's context carries it.{follow}"
+    return f"Outcome recorded. The next turn's context carries it.{follow}"

@@ -22,6 +22,7 @@ from django.views.decorators.vary import vary_on_headers
 from sessions_app.access import get_session_for_user
 from sessions_app.http import HtmxHttpRequest
 from sessions_app.live import views as live_views
+from sessions_app.live.runs import run_by_dashboard
 from sessions_app.models import Event, Session, Turn, TurnQuerySet
 from sessions_app.pages import presenters
 from sessions_app.pages.rendering import pretty_json
@@ -135,6 +136,7 @@ def turn_events(request: HtmxHttpRequest, session_id: str, turn_id: str) -> Http
         "turn": turn,
         "turn_key": turn_id,
         "can_record": can_record_outcomes(request.user),
+        "agent_continues": run_by_dashboard(session),
         "items": presenters.conversation(
             chunk, compaction, outcomes, timed=session.source_format not in UNTIMED_FORMATS
         ),

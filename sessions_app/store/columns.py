@@ -42,8 +42,8 @@ EVENT_DERIVED_COLUMNS = models.EVENT_DERIVED_FIELDS
 EVENT_COLUMNS = tuple(c for c in column_names(models.Event) if c not in EVENT_DERIVED_COLUMNS)
 
 #: Event columns the runtime's `Event` has no field for: the importer's bookkeeping
-#: (source id, pending calls, raw source records) and soft deletion / archiving.
-EVENT_PRODUCT_COLUMNS = ("source_id", "pending_call_ids", "raw", "deleted_at", "archived_at")
+#: (source id, raw source records) and soft deletion / archiving.
+EVENT_PRODUCT_COLUMNS = ("source_id", "raw", "deleted_at", "archived_at")
 
 #: The event columns a runtime `Event` is built from (`rows.event_from_values`).
 EVENT_RUNTIME_COLUMNS = tuple(c for c in EVENT_COLUMNS if c not in EVENT_PRODUCT_COLUMNS)

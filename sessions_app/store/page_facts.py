@@ -242,7 +242,7 @@ def kept_protocol_pass(session_id: str) -> KeptProtocol:
     active = models.Event.objects.active().filter(session_id=session_id)
     rows = active.filter(id__gte=start).flagged().order_by("id")
     kept = KeptProtocol()
-    extra = ("unanswered_calls", "orphan_result", "pending_call_ids")
+    extra = ("unanswered_calls", "orphan_result")
     for row in rows.values(*EVENT_RUNTIME_COLUMNS, *extra):
         event = event_from_values(row)
         if row["unanswered_calls"] is not None:

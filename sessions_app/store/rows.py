@@ -74,9 +74,18 @@ def _event(row: dict[str, Any]) -> Event:
         finish_reason=FinishReason(row["finish_reason"] or ""),
         usage=Usage.model_validate(row["usage"]) if row["usage"] else None,
         state_delta=row["state_delta"] or {},
+        pending_call_ids=_pending(row.get("pending_call_ids")),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )
+
+
+def _pending(value: Any) -> tuple[str, ...]:
+    """The stored pending call ids as the runtime's tuple; a stored value of another shape
+    (not a list of strings) reads as none, as the pages read it."""
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    return ()
 
 
 def event_from_row(row: models.Event) -> Event:
@@ -100,6 +109,7 @@ def row_fields_from_event(event: Event) -> dict[str, Any]:
         "finish_reason": event.finish_reason.value,
         "usage": event.usage.model_dump(mode="json") if event.usage else None,
         "state_delta": event.state_delta,
+        "pending_call_ids": list(event.pending_call_ids),
     }
 
 

@@ -199,3 +199,34 @@ async def test_openai_compat_http_error_is_a_safe_provider_failure(stores: Store
         "provider",
     )
     assert "503" in turn.failure.message and secret not in turn.failure.message
+
+
+@pytest.mark.parametrize(
+    ("decision", "said"),
+    [
+        ({"result": {"decision": "approved", "by": "ada", "note": ""}}, "Approved by ada."),
+        ({"error": "The person rejected this tool call."}, "I did not deploy **demo-app**"),
+    ],
+    ids=["approved", "rejected"],
+)
+async def test_demo_agent_deploy_awaits_a_person_then_continues(
+    stores: Stores, decision: dict[str, Any], said: str
+) -> None:
+    from agentops.runtime import Content, Role, ToolResponse
+
+    service, todos = stores
+    runner = Runner(DemoAgent(todo_store=todos, delay=0), service)
+    events, error, turn = await _run(runner, "please deploy")
+    assert error is None and turn.status == "completed"
+    [asking] = [e for e in events if not e.partial]
+    [call] = asking.content.tool_calls
+    assert call.name == "deploy" and asking.pending_call_ids == (call.id,)
+    response = ToolResponse(tool_call_id=call.id, name="deploy", **decision)
+    await service.append_event(
+        Event(
+            session_id="s", turn_id=turn.id, content=Content(role=Role.TOOL, tool_response=response)
+        )
+    )
+    continued = [e async for e in runner.resume("s") if not e.partial]
+    assert [e.role for e in continued] == ["assistant"] and said in continued[0].content.text
+    assert ("Deployed" in continued[0].content.text) == ("result" in decision)

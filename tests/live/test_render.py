@@ -116,3 +116,23 @@ async def test_each_event_is_rendered_once_per_process_however_many_watchers(
     finally:
         for comm in watchers:
             await comm.disconnect()
+
+
+@pytest.mark.django_db
+def test_a_turn_frame_carries_the_session_token_totals_for_the_header() -> None:
+    """A turn that ends updates the header's token totals of every watcher (out of band),
+    as a reload would show them; no query beyond the turn's one."""
+    from sessions_app.models import Session
+
+    make_session("s-tokens")
+    Session.objects.filter(pk="s-tokens").update(
+        tokens_input=1200, tokens_output=34, tokens_cached=200
+    )
+    turn_id = Session.objects.get(pk="s-tokens").turns.values_list("id", flat=True).get()
+    with CaptureQueriesContext(connection) as queries:
+        payload = live.turn_payload(turn_id)
+    assert payload is not None and len(queries) == 1
+    frame = render.turn_frame(payload, 0)
+    assert 'id="session-tokens" hx-swap-oob="true"' in frame
+    assert 'class="token-total" data-input="1200" data-output="34" data-cached="200"' in frame
+    assert "1,234" in frame

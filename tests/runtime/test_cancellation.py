@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
@@ -145,7 +145,7 @@ async def test_cancel_during_consumer_stop_cleanup_is_raised_after_it(
     runner = Runner(hanging_agent(started, events=2), service, cleanup_timeout=BOUND)
 
     async def consume_one_then_stop() -> None:
-        run = cast(AsyncGenerator[Event, None], runner.run(sid, "hi"))
+        run = runner.run(sid, "hi")
         async with contextlib.aclosing(run) as events:
             async for _event in events:
                 break  # the caller stops: aclosing runs the consumer-stop clean-up

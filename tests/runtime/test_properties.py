@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, cast
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -155,9 +155,7 @@ async def run_turn(
     error: Exception | None = None
     stopped = False
     try:
-        async with contextlib.aclosing(
-            cast(AsyncGenerator[Event, None], runner.run(sid, "go"))
-        ) as events:
+        async with contextlib.aclosing(runner.run(sid, "go")) as events:
             async for index, event in _enumerate(events):
                 if event.partial:
                     assert event.id == 0

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import cast
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -241,9 +240,7 @@ async def test_events_yielded_before_agent_error_are_kept(durable_store: StoreHa
 async def test_caller_break_after_first_event_interrupts_turn(durable_store: StoreHarness) -> None:
     sid = await new_session(durable_store)
     agent = ScriptedAgent([assistant("a"), assistant("b"), assistant("c")])
-    async with contextlib.aclosing(
-        cast(AsyncGenerator[Event, None], Runner(agent, durable_store.service).run(sid, "hi"))
-    ) as run:
+    async with contextlib.aclosing(Runner(agent, durable_store.service).run(sid, "hi")) as run:
         async for _event in run:
             break
     assert texts(await stored(durable_store, sid)) == ["hi", "a"]
@@ -255,9 +252,7 @@ async def test_caller_break_after_first_event_interrupts_turn(durable_store: Sto
 async def test_caller_break_in_legacy_store_rolls_back(legacy_store: StoreHarness) -> None:
     sid = await new_session(legacy_store)
     agent = ScriptedAgent([assistant("a"), assistant("b")])
-    async with contextlib.aclosing(
-        cast(AsyncGenerator[Event, None], Runner(agent, legacy_store.service).run(sid, "hi"))
-    ) as run:
+    async with contextlib.aclosing(Runner(agent, legacy_store.service).run(sid, "hi")) as run:
         async for _event in run:
             break
     assert await stored(legacy_store, sid) == []
@@ -411,9 +406,7 @@ async def test_caller_stops_after_tool_call_next_run_gets_notice(
 ) -> None:
     sid = await new_session(durable_store)
     first = ScriptedAgent([assistant(calls=[call("c1")]), result("c1")])
-    async with contextlib.aclosing(
-        cast(AsyncGenerator[Event, None], Runner(first, durable_store.service).run(sid, "one"))
-    ) as run:
+    async with contextlib.aclosing(Runner(first, durable_store.service).run(sid, "one")) as run:
         async for _event in run:
             break
     second = ScriptedAgent([])
@@ -557,7 +550,7 @@ async def test_error_thrown_in_by_consumer_fails_turn_at_consumer_stage(
 ) -> None:
     sid = await new_session(durable_store)
     agent = ScriptedAgent([assistant("a"), assistant("b")])
-    run = cast(AsyncGenerator[Event, None], Runner(agent, durable_store.service).run(sid, "hi"))
+    run = Runner(agent, durable_store.service).run(sid, "hi")
     await anext(run)
     with pytest.raises(ConnectionResetError):
         await run.athrow(ConnectionResetError("socket gone"))
