@@ -109,6 +109,10 @@ class Session(models.Model):
     tokens_cached = models.BigIntegerField(default=0, db_default=0)
     # Some active event names no turn record of the session (kept the same way).
     has_legacy_events = models.BooleanField(default=False, db_default=False)
+    # Where the context page's pass over the live history may resume (`pages.
+    # context_window`): its state after the last complete piece, kept by the page and
+    # cleared by every full recomputation (`store.resume.refresh_resume_status`).
+    context_checkpoint = models.JSONField(null=True, blank=True)
 
     objects = SessionQuerySet.as_manager()
 

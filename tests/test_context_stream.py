@@ -5,7 +5,7 @@ page reads the history a page of events at a time."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -133,11 +133,12 @@ def test_streamed_context_equals_the_whole_computation(
     assert list(streamed.page) == list(whole)
     assert len(streamed.explanation.context) == len(explanation.context)
     assert len(streamed.explanation.notices) == len(explanation.notices)
-    assert streamed.explanation.issues == explanation.issues
+    assert streamed.explanation.issues == explanation.issues[:1]
+    assert streamed.explanation.issue_count == len(explanation.issues)
     assert repr(streamed.explanation.error) == repr(explanation.error)
     assert len(streamed.compacted) == len(compacted)
     assert streamed.compaction == product.compaction
-    assert streamed.orphans == product.orphans
+    assert len(streamed.orphans) == len(product.orphans)
 
 
 @pytest.mark.django_db
@@ -148,7 +149,9 @@ def test_context_page_reads_events_a_page_at_a_time(
     session = models.Session.objects.create(id="big", created_at=NOW, updated_at=NOW)
     models.Turn.objects.bulk_create(
         [
-            models.Turn(id=f"t{n}", session=session, status="completed", started_at=NOW)
+            models.Turn(
+                id=f"t{n}", session=session, status="completed", started_at=NOW + timedelta(n)
+            )
             for n in range(12)
         ]
     )
@@ -174,12 +177,18 @@ def test_context_page_reads_events_a_page_at_a_time(
             seen.append(len(events))
             yield events
 
-    monkeypatch.setattr("sessions_app.pages.context.active_event_pages", counting)
+    monkeypatch.setattr("sessions_app.pages.context_window.active_event_pages", counting)
     url = reverse("sessions:context", args=["big"])
     body = operator_client.get(url).content.decode()
     assert max(seen) == 4 and sum(seen) == 24
     # The last page by default: 24 rows, 5 a page -> rows 21-24.
     assert "message-11-assistant" in body and "message-10-user" in body
     assert "message-09-assistant" not in body
+    # The view kept the pass's state two pages before the last page (after row 10, the
+    # fifth turn): the next view reads the 14 events after it and shows the same.
+    seen.clear()
+    again = operator_client.get(url).content.decode()
+    assert again.split("<main", 1)[1] == body.split("<main", 1)[1]
+    assert sum(seen) == 14
     first = operator_client.get(url, {"page": "1"}).content.decode()
     assert "message-00-user" in first and "message-03-user" not in first
