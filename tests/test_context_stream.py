@@ -184,11 +184,16 @@ def test_context_page_reads_events_a_page_at_a_time(
     # The last page by default: 24 rows, 5 a page -> rows 21-24.
     assert "message-11-assistant" in body and "message-10-user" in body
     assert "message-09-assistant" not in body
-    # The view kept the pass's state two pages before the last page (after row 10, the
-    # fifth turn): the next view reads the 14 events after it and shows the same.
+    # The view kept the pass's state at the last page's first row (after the tenth turn):
+    # the next view reads the 4 events after it and shows the same.
     seen.clear()
     again = operator_client.get(url).content.decode()
     assert again.split("<main", 1)[1] == body.split("<main", 1)[1]
-    assert sum(seen) == 14
+    assert sum(seen) == 4
+    seen.clear()
+    earlier = operator_client.get(url, {"page": "4"}).content.decode()
+    assert "message-07-assistant" in earlier and "message-06-user" not in earlier
+    # Then the events after the state kept before page 4 (after row 14), not all 24.
+    assert sum(seen) == 4 + 10
     first = operator_client.get(url, {"page": "1"}).content.decode()
     assert "message-00-user" in first and "message-03-user" not in first

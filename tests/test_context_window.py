@@ -233,7 +233,8 @@ def test_corpus_sessions_paged_from_the_kept_state(corpus: Path) -> None:
             imported += 1
             for page in (None, None, "1", "2"):  # the second view starts from the kept state
                 assert_page_is_whole(session_id, 3, page)
-    kept = models.Session.objects.filter(context_checkpoint__upto__gt=0).count()
+    checkpoints = models.Session.objects.values_list("context_checkpoint", flat=True)
+    kept = sum(1 for data in checkpoints if data and data.get("states"))
     assert imported >= 9 and kept >= 5, (imported, kept)  # most were paged from a kept state
 
 

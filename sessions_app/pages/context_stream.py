@@ -117,8 +117,9 @@ class StreamedContext:
     new_count: int = 0
     """Stored events of the latest turn (new since it started)."""
     latest_turn: Turn | None = None
-    checkpoint: Resume | None = None
-    """The state after the last piece before which the pass could resume (`checkpoint`)."""
+    checkpoints: tuple[Resume, ...] = ()
+    """States after pieces before which the pass could resume (`checkpoint`), oldest
+    first: the newest ones, back to one at least `margin` pages before the end."""
     start: Resume | None = None
     """The state the pass started from (None: the first event)."""
     rows: Mapping[int, ContextRow] = field(default_factory=dict)
@@ -165,7 +166,9 @@ def _batches(events: Iterable[Event], size: int = 512) -> Iterator[list[Event]]:
 
 
 def _live_pieces(
-    projected: Iterable[Event], outcomes: Mapping[tuple[int, str], RecordedOutcome]
+    projected: Iterable[Event],
+    outcomes: Mapping[tuple[int, str], RecordedOutcome],
+    batch: int = 512,
 ) -> Iterator[list[Event]]:
     """The live history without state-only events, recorded outcomes applied
     (`apply_tool_outcomes`, on pieces cut before a non-tool event: it looks only at a
@@ -173,7 +176,7 @@ def _live_pieces(
     event that is not a tool result and has another turn id than the one before it: so
     no group (docs/runtime.md §4) and no tool run (§5) is split."""
     held: list[Event] = []
-    for chunk in protocol_chunks(_batches(projected)):
+    for chunk in protocol_chunks(_batches(projected, batch)):
         for event in apply_tool_outcomes(chunk, outcomes):
             role = event.content.role
             if held and role is not Role.TOOL and event.turn_id != held[-1].turn_id:
@@ -240,8 +243,8 @@ def stream_context(
     `outcomes` need only be those after `start.upto`, and `compaction` is that event):
     the same page, counts and error. `checkpoint(piece)` says whether the pass may
     resume after that piece (it is asked of each piece in order, and a false answer
-    holds for every later one); the last such state before the last piece and `margin`
-    pages before the last page is returned (so the last pages can be shown from it).
+    holds for every later one); the states after the pieces before the last one are
+    returned, back to one at least `margin + 1` pages before the end.
     `pending_of(assistant ids)` gives the awaiting call ids instead of `awaiting_user`.
     With `stop_row`, the pass stops once that many rows are counted (the rows before it
     are built; the totals are then partial)."""
@@ -290,7 +293,9 @@ def stream_context(
         flush_compacted()
 
     try:
-        for piece in _live_pieces(projected(), outcomes):
+        # A pass that stops reads ahead at most a page.
+        batch = 512 if stop_row is None else max(1, min(512, per_page))
+        for piece in _live_pieces(projected(), outcomes, batch):
             if candidate is not None:
                 saved.append(candidate)  # a piece follows: that one is complete
                 candidate = None
@@ -343,8 +348,6 @@ def stream_context(
     built = rows.built(found_compaction, compacted_count, latest_turn_id, pending)
     paginator = Paginator(Window(rows.total, built), per_page)
     shown = paginator.get_page(page or paginator.num_pages)
-    last_start = (paginator.num_pages - 1) * per_page
-    kept = [state for state in saved if state.rows <= last_start - margin * per_page]
     issue = check.first
     if issue is not None and shown.start_index() - 1 >= start.rows:
         mark_refused(list(shown))  # the run refuses the history: no row would be sent
@@ -363,7 +366,7 @@ def stream_context(
         tokens=counts["tokens"],
         new_count=counts["new"],
         latest_turn=turns.get(latest_turn_id),
-        checkpoint=kept[-1] if kept else None,
+        checkpoints=tuple(saved),
         start=start if start.upto else None,
         rows=built,
     )

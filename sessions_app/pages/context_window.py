@@ -2,24 +2,27 @@
 last computed, not from every event of the session.
 
 `context_stream.stream_context` can resume after a piece from the pass's state there
-(`Resume`). The page keeps that state on the session row (`Session.context_checkpoint`):
-after each view, the state after the last piece that can no longer change, so the next
-view reads only the events after it (with ids above `Resume.upto`, by keyset), the turn
-records they name and the recorded outcomes on them. A piece can no longer change when
-another piece follows it, none of its events or those before it is of a running turn,
-and the history before it is not rewritten. Rewrites (imports,
+(`Resume`). The page keeps such states on the session row (`Session.context_checkpoint`):
+after each view, the newest state at or before the first row of the last page and of
+each of the `MARGIN` pages before it, each after a piece that can no longer change; the
+next view reads only the events after the newest (with ids above `Resume.upto`, by
+keyset), the turn records they name and the recorded outcomes on them. A piece can no
+longer change when another piece follows it, none of its events or those before it is
+of a running turn, and the history before it is not rewritten. Rewrites (imports,
 deletes, archiving, recorded outcomes, crash recovery, OTLP and tail rebuilds) all end
 in the full recomputation `store.resume.refresh_resume_status`, which gives the session a
 new checkpoint *generation* (`store.page_facts.new_context_generation`); a state is
-saved only under the generation it was computed in, so a rewrite that commits during a view is never
-overwritten by a stale state. A new compaction moves the live history's start (the
-state names the one it was computed for), and a new turn record named by events before
-the state (legacy events, docs/runtime.md §2) changes their verdict: both are checked.
+saved only under the generation it was computed in, so a rewrite that commits during a
+view is never overwritten by a stale state. A new compaction moves the live history's
+start (the states name the one they were computed for), and a new turn record named by
+events before a state (legacy events, docs/runtime.md §2) changes their verdict: both
+are checked.
 
-So a view costs O(page + events since the last view's checkpoint): the default (last)
+So a view costs O(page + events since the last view's states): the default (last)
 page of a 100,000-event session reads about one page of events, with a fixed number of
-queries. A page far from the end (``?page=1`` of a long session) is computed by a pass
-from the first event that stops at that page. `tests/test_context_window.py` compares the
+queries, and the pages just before it about two. A page before the oldest kept state
+(``?page=1`` of a long session) is computed by a pass from the first event that stops
+at that page. `tests/test_context_window.py` compares the
 page with the whole computation after views, appends, finishes and rewrites.
 """
 
@@ -49,19 +52,14 @@ __all__ = ["context_page"]
 
 #: Legacy turn ids a checkpoint lists; beyond, any new turn record voids it.
 MAX_LEGACY_IDS = 50
+#: Pages before the last page that are shown from a kept state too.
+MARGIN = 2
 _VERSION = 1
 
 
-def _to_json(
-    state: Resume, gen: str, live_start: int, legacy: set[str] | None, turns: int
-) -> dict[str, Any]:
+def _state_json(state: Resume) -> dict[str, Any]:
     issue = state.issue
     return {
-        "v": _VERSION,
-        "gen": gen,
-        "live_start": live_start,
-        "legacy": sorted(legacy) if legacy is not None else None,
-        "turns": turns,
         **{name: getattr(state, name) for name in _INTS},
         "issue": None
         if issue is None
@@ -80,7 +78,7 @@ _INTS: tuple[str, ...] = ("upto", "rows", "groups", "context", "events", "notice
 _INTS += ("compacted", "orphans", "issues", "offset", "new")
 
 
-def _from_json(session_id: str, data: dict[str, Any]) -> Resume:
+def _state(session_id: str, data: dict[str, Any]) -> Resume:
     issue = data["issue"]
     return Resume(
         **{name: int(data[name]) for name in _INTS},
@@ -98,31 +96,45 @@ def _from_json(session_id: str, data: dict[str, Any]) -> Resume:
     )
 
 
-def _valid_state(session: models.Session, live_start: int) -> Resume | None:
-    """The session's kept state when it still holds (module docstring); at most one
-    query (the legacy check)."""
+def _valid_states(session: models.Session, live_start: int) -> list[Resume]:
+    """The session's kept states, oldest first, when they still hold (module
+    docstring); at most one query (the legacy check)."""
     data = session.context_checkpoint
     if not isinstance(data, dict) or data.get("v") != _VERSION:
-        return None
+        return []
     if data.get("live_start") != live_start:
-        return None
+        return []
     turns = models.Turn.objects.filter(session_id=session.id)
     legacy = data.get("legacy")
     if legacy is None:
         if turns.count() != data.get("turns"):
-            return None
+            return []
     elif legacy and turns.filter(pk__in=legacy).exists():
-        return None
+        return []
     try:
-        return _from_json(session.id, data)
+        return [_state(session.id, state) for state in data["states"]]
     except (KeyError, TypeError, ValueError):
-        return None
+        return []
 
 
-def _save(session: models.Session, state: Resume, live_start: int, legacy: set[str] | None) -> None:
-    """Keep `state` on the session row when no full recomputation ran since the view
+def _chosen(states: Sequence[Resume], last_start: int, per_page: int) -> list[Resume]:
+    """Of `states`, the newest at or before the first row of the last page (starting
+    at row `last_start`) and of each of the `MARGIN` pages before it, oldest first."""
+    kept: dict[int, Resume] = {}
+    for back in range(MARGIN + 1):
+        before = [s for s in states if s.rows <= last_start - back * per_page]
+        if before:
+            newest = max(before, key=lambda state: state.upto)
+            kept[newest.upto] = newest
+    return [kept[upto] for upto in sorted(kept)]
+
+
+def _save(
+    session: models.Session, states: list[Resume], live_start: int, legacy: set[str] | None
+) -> None:
+    """Keep `states` on the session row when no full recomputation ran since the view
     read it (same generation). A write the database refuses (SQLite busy) is skipped:
-    the next view computes it again."""
+    the next view computes them again."""
     data = session.context_checkpoint if isinstance(session.context_checkpoint, dict) else {}
     gen = data.get("gen")
     turns = models.Turn.objects.filter(session_id=session.id).count() if legacy is None else 0
@@ -131,9 +143,17 @@ def _save(session: models.Session, state: Resume, live_start: int, legacy: set[s
         rows = rows.filter(context_checkpoint__gen=gen)
     else:  # not recomputed in full since it was written (an import): no generation yet
         rows, gen = rows.filter(context_checkpoint__isnull=True), new_context_generation()["gen"]
+    kept = {
+        "v": _VERSION,
+        "gen": gen,
+        "live_start": live_start,
+        "legacy": sorted(legacy) if legacy is not None else None,
+        "turns": turns,
+        "states": [_state_json(state) for state in states],
+    }
     try:
         with transaction.atomic():
-            rows.update(context_checkpoint=_to_json(state, gen, live_start, legacy, turns))
+            rows.update(context_checkpoint=kept)
     except DatabaseError:
         pass
 
@@ -166,7 +186,8 @@ def context_page(
     turn_rows = models.Turn.objects.filter(session_id=sid)
     latest_row = turn_rows.order_by("-started_at", "-id").first()
     running = set(turn_rows.filter(status=TurnStatus.RUNNING.value).values_list("id", flat=True))
-    start = _valid_state(session, live_start)
+    states = _valid_states(session, live_start)
+    start = states[-1] if states else None
     upto = start.upto if start is not None else 0
     named = models.Event.objects.filter(session_id=sid, id__gt=upto).values("turn_id")
     turns = {row.id: turn_from_row(row) for row in turn_rows.filter(pk__in=named)}
@@ -201,13 +222,17 @@ def context_page(
         compaction=compaction,
         checkpoint=checkpoint,
         pending_of=_pending(sid),
+        margin=MARGIN,
     )
-    saved = result.checkpoint
-    if saved is not None and saved.upto > upto:
-        _save(session, saved, live_start, legacy)
-    shown = result.page
-    if shown.start_index() - 1 < result.base:
-        result = _from_the_start(session, result, live_start, per_page, compaction)
+    last_start = (result.page.paginator.num_pages - 1) * per_page
+    chosen = _chosen([*states, *result.checkpoints], last_start, per_page)
+    if [state.upto for state in chosen] != [state.upto for state in states]:
+        _save(session, chosen, live_start, legacy)
+    if result.page.start_index() - 1 < result.base:
+        before = [s for s in chosen if s.rows <= result.page.start_index() - 1]
+        result = _from_state(
+            session, result, before[-1] if before else None, live_start, per_page, compaction
+        )
     return result, raw
 
 
@@ -218,26 +243,29 @@ def _kept_legacy(session: models.Session) -> set[str] | None:
     return set(legacy) if isinstance(legacy, list) else None
 
 
-def _from_the_start(
+def _from_state(
     session: models.Session,
     whole: StreamedContext,
+    start: Resume | None,
     live_start: int,
     per_page: int,
     compaction: Event | None,
 ) -> StreamedContext:
-    """`whole` with its page's rows from a pass from the first event that stops at the
-    end of that page (a page before the kept state)."""
+    """`whole` with its page's rows from a pass from `start` (None: the first event)
+    that stops at the end of that page (a page before the newest kept state)."""
     sid = session.id
     number = whole.page.number
+    upto = start.upto if start is not None else 0
     turns = {turn.id: turn for turn in load_turns(sid)}
     early = stream_context(
         turns,
-        _events(sid, 0),
-        _events(sid, 0, archived=True),
-        load_outcomes(sid),
+        _events(sid, upto),
+        _events(sid, upto, archived=True),
+        load_outcomes(sid, after=upto),
         live_start=live_start,
         per_page=per_page,
         page=str(number),
+        start=start,
         compaction=compaction,
         pending_of=_pending(sid),
         stop_row=number * per_page,
