@@ -12,7 +12,7 @@ import pytest
 from django.core.paginator import Paginator
 from django.test import Client
 from django.urls import reverse
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agentops.runtime.model import Content, Event, Role, ToolCall, ToolResponse
@@ -197,3 +197,68 @@ def test_context_page_reads_events_a_page_at_a_time(
     assert sum(seen) == 4 + 10
     first = operator_client.get(url, {"page": "1"}).content.decode()
     assert "message-00-user" in first and "message-03-user" not in first
+
+
+@pytest.mark.django_db
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(STEP, max_size=30),
+    statuses=st.lists(STATUSES, min_size=4, max_size=4),
+    per_page=st.integers(min_value=1, max_value=4),
+    page=st.sampled_from([None, "1", "2", "3", "9", "0", "x"]),
+)
+@example(  # a running turn's events between a call and its result (dropped: they answer)
+    steps=[
+        ("calls", "t1", ["a"], False, False),
+        ("user", "t2", ["a"], False, False),
+        ("tool", "t1", ["a"], False, False),
+    ],
+    statuses=["completed", "running", None, None],
+    per_page=1,
+    page=None,
+)
+def test_a_pass_resumed_from_any_kept_state_equals_the_whole_pass(
+    steps: list[Any], statuses: list[str | None], per_page: int, page: str | None
+) -> None:
+    turns, active, archived, outcomes = _history(steps, statuses)
+    cut = compaction_index(active)
+    common: dict[str, Any] = {
+        "live_start": active[cut].id if cut >= 0 else 0,
+        "per_page": per_page,
+        "page": page,
+    }
+    by_id = {turn.id: turn for turn in turns}
+    whole = stream_context(
+        by_id, iter(active), iter(archived), outcomes, checkpoint=lambda _piece: True,
+        margin=100, **common,
+    )  # fmt: skip
+    plain = stream_context(by_id, iter(active), iter(archived), outcomes, **common)
+    assert list(whole.page) == list(plain.page)  # keeping states changes nothing
+    assert repr(whole.explanation) == repr(plain.explanation)
+    for state in whole.checkpoints:
+        resumed = stream_context(
+            by_id,
+            (e for e in active if e.id > state.upto),
+            (e for e in archived if e.id > state.upto),
+            {key: outcome for key, outcome in outcomes.items() if key[0] > state.upto},
+            start=state,
+            compaction=whole.compaction,
+            **common,
+        )
+        assert resumed.page.paginator.count == whole.page.paginator.count
+        assert resumed.page.number == whole.page.number
+        if whole.page.start_index() - 1 >= state.rows:
+            assert list(resumed.page) == list(whole.page), (steps, statuses, state)
+        ours, theirs = resumed.explanation, whole.explanation
+        assert (ours.context, ours.notices, ours.issues, ours.issue_count) == (
+            theirs.context,
+            theirs.notices,
+            theirs.issues,
+            theirs.issue_count,
+        )
+        assert repr(ours.error) == repr(theirs.error)
+        assert (resumed.tokens, resumed.new_count) == (whole.tokens, whole.new_count)
+        assert (len(resumed.orphans), len(resumed.compacted)) == (
+            len(whole.orphans),
+            len(whole.compacted),
+        )

@@ -39,7 +39,7 @@ from agentops.runtime.errors import ToolExecutionUnknownError
 from agentops.runtime.model import Event, Role
 from agentops.runtime.projection import ProjectionExplanation, explain_projection
 from agentops.runtime.protocol import ToolProtocolIssue, inspect_orphan_results
-from agentops.runtime.session import Turn
+from agentops.runtime.session import Turn, TurnStatus
 from sessions_app.pages.context_pieces import EMPTY, ContextCheck, Piece, Rows, Window
 from sessions_app.pages.context_rows import ContextRow, estimate_tokens, mark_refused
 from sessions_app.projector import (
@@ -296,8 +296,17 @@ def stream_context(
         # A pass that stops reads ahead at most a page.
         batch = 512 if stop_row is None else max(1, min(512, per_page))
         for piece in _live_pieces(projected(), outcomes, batch):
-            if candidate is not None:
-                saved.append(candidate)  # a piece follows: that one is complete
+            if candidate is not None:  # a piece follows: that one is complete
+                first = turns.get(piece[0].turn_id)
+                if first is None or first.status is not TurnStatus.RUNNING:
+                    # The context goes on with a non-tool event (this piece's first, or
+                    # its turn's notice): what is held can be inspected now, not kept.
+                    check.finish()
+                    candidate = dataclasses.replace(
+                        candidate, issues=check.count, issue=check.first, offset=check.offset,
+                        held=(),
+                    )  # fmt: skip
+                saved.append(candidate)
                 candidate = None
                 while len(saved) > 1 and saved[1].rows <= rows.total - (margin + 1) * per_page:
                     saved.popleft()  # a later one is far enough from the end
