@@ -92,8 +92,7 @@ class Session(models.Model):
     source_path = models.CharField(max_length=1000, blank=True, default="")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
-    # Derived from the stored events and turns (`store.refresh_resume_status`, after every
-    # import, finalised turn and recorded outcome): the list filters without the events.
+    # Kept by `store.refresh_resume_status` (imports, finished turns, outcomes) for lists.
     protocol_issue_count = models.PositiveIntegerField(default=0)
     cannot_resume = models.BooleanField(default=False)
     orphan_result_count = models.PositiveIntegerField(default=0)  # docs/runtime.md §5
@@ -109,6 +108,8 @@ class Session(models.Model):
     tokens_cached = models.BigIntegerField(default=0, db_default=0)
     # Some active event names no turn record of the session (kept the same way).
     has_legacy_events = models.BooleanField(default=False, db_default=False)
+    # The context page's resumable pass state (`pages.context_window`); reset on recompute.
+    context_checkpoint = models.JSONField(null=True, blank=True)
 
     objects = SessionQuerySet.as_manager()
 
@@ -434,7 +435,6 @@ class ToolOutcome(models.Model):
             models.UniqueConstraint(fields=["event", "call_id"], name="tool_outcome_unique_call"),
         ]
         indexes = [
-            # Projection and pages: a session's outcomes.
             models.Index(fields=["session", "event"], name="tool_outcome_session_idx"),
         ]
 

@@ -163,13 +163,15 @@ def apply_tool_outcomes(
 
 
 def load_outcomes(
-    session_id: str, event_ids: Collection[int] | None = None
+    session_id: str, event_ids: Collection[int] | None = None, *, after: int = 0
 ) -> dict[tuple[int, str], RecordedOutcome]:
     """The session's recorded outcomes keyed by (assistant event id, call id); only those
-    of the assistant events `event_ids` when given. One query."""
+    of the assistant events `event_ids` when given, of events above `after`. One query."""
     from sessions_app.models import ToolOutcome
 
     rows = ToolOutcome.objects.filter(session_id=session_id).select_related("recorded_by")
+    if after:
+        rows = rows.filter(event_id__gt=after)
     if event_ids is not None:
         rows = rows.filter(event_id__in=list(event_ids))
     return {

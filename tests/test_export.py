@@ -41,7 +41,10 @@ def snapshot(session_id: str) -> dict[str, Any]:
     position = {e.id: n for n, e in enumerate(events)}
     todo = TodoList.objects.filter(session_id=session_id).first()
     return {
-        "session": {k: v for k, v in session.items() if k != "source_path"},
+        # The context page's kept states are a cache of this database, not a fact.
+        "session": {
+            k: v for k, v in session.items() if k not in ("source_path", "context_checkpoint")
+        },
         "turns": [model_to_dict(t) for t in Turn.objects.filter(session_id=session_id)],
         "events": [{k: v for k, v in model_to_dict(e).items() if k != "id"} for e in events],
         "todo": None

@@ -28,7 +28,7 @@ from sessions_app.otlp.mapping import Draft, Outcome, Place, place, turn_drafts,
 from sessions_app.otlp.models import OtlpSpan
 from sessions_app.otlp.watched import event_payloads, new_values, stored_values
 from sessions_app.projector import load_outcomes
-from sessions_app.store.page_facts import refresh_page_facts_of
+from sessions_app.store.page_facts import new_context_generation, refresh_page_facts_of
 from sessions_app.store.resume import (
     orphan_count,
     protocol_events,
@@ -386,7 +386,10 @@ def refresh_resume_statuses(session_ids: Collection[str]) -> None:
         statuses[issues, cannot_resume, orphan_count(stored)].append(session_id)
     for (issues, cannot_resume, orphans), same in statuses.items():  # mostly one UPDATE
         models.Session.objects.filter(pk__in=same).update(
-            protocol_issue_count=issues, cannot_resume=cannot_resume, orphan_result_count=orphans
+            protocol_issue_count=issues,
+            cannot_resume=cannot_resume,
+            orphan_result_count=orphans,
+            context_checkpoint=new_context_generation(),
         )
     # The kept page facts too (tool-protocol marks, token totals, legacy flag): a turn
     # rebuilt from its spans replaced its events.

@@ -8,17 +8,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from agentops.runtime.model import Role
 from sessions_app.access import get_session_for_user
 from sessions_app.live.runs import run_by_dashboard
 from sessions_app.models import Event
 from sessions_app.pages import presenters
 from sessions_app.pages.context_rows import TOKENIZER, compaction_facts
-from sessions_app.pages.context_stream import stream_context
-from sessions_app.projector import load_outcomes
+from sessions_app.pages.context_window import context_page
 from sessions_app.store import UnreadableRowError
-from sessions_app.store.resume import load_turns
-from sessions_app.store.stream import active_event_pages, live_start_id
 
 
 @require_safe
@@ -38,39 +34,20 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     shown raw instead. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
-    pending = Event.objects.filter(session_id=session.id, role=Role.ASSISTANT.value)
-    awaiting_user = frozenset(
-        call
-        for ids in pending.values_list("pending_call_ids", flat=True).iterator(chunk_size=2000)
-        for call in ids
-    )
     try:
-        streamed = stream_context(
-            {turn.id: turn for turn in load_turns(session.id)},
-            (e for page in active_event_pages(session.id) for e in page),
-            (e for page in active_event_pages(session.id, archived=True) for e in page),
-            load_outcomes(session.id),
-            live_start=live_start_id(session.id) or 0,
-            per_page=settings.AGENTOPS_EVENTS_PER_TURN_PAGE,
-            page=request.GET.get("page"),
-            awaiting_user=awaiting_user,
+        streamed, raw = context_page(
+            session, request.GET.get("page"), settings.AGENTOPS_EVENTS_PER_TURN_PAGE
         )
-    except UnreadableRowError as error:
-        context = {"session": session, **presenters.unreadable(error)}
+    except UnreadableRowError as unreadable:
+        context = {"session": session, **presenters.unreadable(unreadable)}
         return render(request, "sessions/context.html", context)
     explanation = streamed.explanation
     compaction = streamed.compaction
-    raw = (
-        Event.objects.filter(pk=compaction.id).values_list("raw", flat=True).first()
-        if compaction is not None
-        else None
-    )
-    awaiting = [
-        call
-        for issue in explanation.issues
-        for call in issue.tool_calls
-        if call.id in awaiting_user
-    ]
+    error = explanation.error
+    awaiting_user: frozenset[str] = frozenset()
+    if error is not None:
+        awaiting_user = _awaiting(session.id, error.event_id)
+    awaiting = [call for call in error.tool_calls if call.id in awaiting_user] if error else []
     context = {
         "session": session,
         "explanation": explanation,
@@ -92,3 +69,11 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
         "new_count": streamed.new_count,
     }
     return render(request, "sessions/context.html", context)
+
+
+def _awaiting(session_id: str, event_id: int) -> frozenset[str]:
+    """The call ids of assistant event `event_id` its source marks as awaiting a person."""
+    ids = Event.objects.filter(session_id=session_id, pk=event_id).values_list(
+        "pending_call_ids", flat=True
+    )
+    return frozenset(call for calls in ids for call in calls)

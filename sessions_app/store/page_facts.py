@@ -23,6 +23,7 @@ session.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,7 @@ __all__ = [
     "legacy_after_append",
     "legacy_after_begin",
     "legacy_events_exist",
+    "new_context_generation",
     "note_appended",
     "note_tokens_added",
     "protocol_marks",
@@ -120,13 +122,25 @@ def refresh_page_facts(session_id: str, events: Sequence[Event]) -> dict[str, An
     """Recompute the session's kept page facts from `events` (its active events in id
     order, as `store.resume.protocol_events` builds them): store the marks that changed
     (one query, plus one UPDATE per distinct changed mark) and return the session row's
-    token totals and legacy flag as expressions for the caller's UPDATE of that row."""
+    token totals and legacy flag as expressions for the caller's UPDATE of that row, and a
+    new generation of the context page's kept state (`new_context_generation`)."""
     wanted = protocol_marks(events)
     stored = stored_marks(session_id)
     changed = {i: m for i, m in wanted.items() if stored.get(i) != m}
     changed.update({i: _CLEAN for i in stored if i not in wanted})
     write_marks(changed)
-    return {**token_sums(session_id), "has_legacy_events": legacy_events_exist(session_id)}
+    return {
+        **token_sums(session_id),
+        "has_legacy_events": legacy_events_exist(session_id),
+        "context_checkpoint": new_context_generation(),
+    }
+
+
+def new_context_generation() -> dict[str, Any]:
+    """A fresh `Session.context_checkpoint` for a write that rewrites history: no kept
+    state of the context page (`pages.context_window`), and a generation no state
+    computed before the write can be saved under."""
+    return {"gen": uuid.uuid4().hex}
 
 
 def refresh_page_facts_of(events: dict[str, Sequence[Event]]) -> None:

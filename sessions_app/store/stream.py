@@ -56,16 +56,16 @@ def live_start_id(session_id: str) -> int | None:
 
 
 def active_event_pages(
-    session_id: str, *, chunk: int | None = None, archived: bool = False
+    session_id: str, *, chunk: int | None = None, archived: bool = False, after: int = 0
 ) -> Iterator[list[Event]]:
     """The session's active events (or, with `archived`, its archived, not deleted ones)
-    in id order as runtime `Event`s, `chunk` (default `CHUNK_EVENTS`) at a time: one
-    keyset query per page. Raises `UnreadableRowError` for a row that is not a valid
-    event."""
+    with ids above `after`, in id order as runtime `Event`s, `chunk` (default
+    `CHUNK_EVENTS`) at a time: one keyset query per page. Raises `UnreadableRowError`
+    for a row that is not a valid event."""
     chunk = chunk or CHUNK_EVENTS
     rows = models.Event.objects.filter(session_id=session_id, deleted_at__isnull=True)
     rows = rows.filter(archived_at__isnull=not archived).order_by("id")
-    last = 0
+    last = after
     while True:
         page = list(rows.filter(id__gt=last).values(*EVENT_RUNTIME_COLUMNS)[:chunk])
         if page:
