@@ -149,7 +149,8 @@ MIDDLEWARE = [
     # First after security: an oversized API body is refused before anything reads it.
     "sessions_app.api.middleware.api_body_limit",
     "csp.middleware.CSPMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # whitenoise's static files; asynchronous for every other request (agentops/static_files.py).
+    "agentops.static_files.static_files",
     # 400 for a NUL or control character in the path, query or form, before any view.
     "agentops.middleware.reject_unusable_input",
     "django.contrib.sessions.middleware.SessionMiddleware",

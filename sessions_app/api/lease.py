@@ -67,6 +67,10 @@ def expire_due_lease_sync(session_id: str, now: datetime | None = None) -> list[
     it covered interrupted/abandoned, in one transaction. Returns the ids of the turns so
     recorded (their broadcast is left to `broadcast_expired`)."""
     now = now or timezone.now()
+    # Read first: a request on a session without a due lease (nearly every one) takes
+    # no write transaction for it (on SQLite a transaction takes the write lock).
+    if not RunLease.objects.filter(session_id=session_id, expires_at__lte=now).exists():
+        return []
     with transaction.atomic():
         lease = (
             RunLease.objects.select_for_update()

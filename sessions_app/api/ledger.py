@@ -28,14 +28,15 @@ from agentops.runtime import errors
 from agentops.runtime.model import Content, Event
 from agentops.runtime.session import Session, Turn, TurnStatus
 from sessions_app import models
+from sessions_app.api import batch_sql
 from sessions_app.api.models import EventClientKey, RunLease
 from sessions_app.api.problems import ApiProblem
 from sessions_app.ingest.redaction import redact_value
 from sessions_app.ingest.writer import insert_rows
-from sessions_app.live import LiveSessionService
+from sessions_app.live import LiveSessionService, outbox
 from sessions_app.store import turn_from_row
 from sessions_app.store.append_sql import stored_fields
-from sessions_app.store.page_facts import legacy_after_append, note_tokens_added
+from sessions_app.store.page_facts import note_tokens_added
 
 __all__ = ["ApiSessionService", "BatchItem", "redact_event"]
 
@@ -140,23 +141,30 @@ class ApiSessionService(LiveSessionService):
             ids, new = await sync_to_async(self._store_batch)(session_id, events)
         except IntegrityError:  # a concurrent retry stored the same keys first
             ids, new = await sync_to_async(self._store_batch)(session_id, events)
-        for event in new:
-            await self.announce_event(event)
+        await self._announce_all(session_id, new)
         return ids
+
+    async def _announce_all(self, session_id: str, stored: Sequence[Event]) -> None:
+        """Post ``live.event`` for each of `stored`, then wait once for the layer: the
+        outbox hands them over together (one ``live.batch``, `live.outbox`), not one
+        round trip per event."""
+        deferring, self.deferring = self.deferring, True
+        try:
+            for event in stored:
+                await self.announce_event(event)
+        finally:
+            self.deferring = deferring
+        if stored and not deferring:
+            await outbox.flush(session_id)
 
     def _store_batch(
         self, session_id: str, items: Sequence[BatchItem]
     ) -> tuple[list[tuple[int, datetime]], list[Event]]:
         with transaction.atomic(), self.one_refresh_per_batch():
-            if not models.Session.objects.filter(pk=session_id).exists():
+            if not batch_sql.session_exists(session_id):
                 raise errors.SessionNotFoundError(session_id)
             keys = [item.client_key for item in items if item.client_key]
-            known = {
-                key: (event_id, created_at)
-                for key, event_id, created_at in EventClientKey.objects.filter(
-                    session_id=session_id, client_key__in=keys
-                ).values_list("client_key", "event_id", "event__created_at")
-            }
+            known = _known(session_id, keys)
             stored: dict[int, Event] = {}
             plain: list[tuple[int, Event]] = []
             for index, item in enumerate(items):
@@ -264,9 +272,7 @@ def _insert_plain(session_id: str, run: list[tuple[int, Event]], stored: dict[in
     if not run:
         return
     now = timezone.now()
-    models.Session.objects.filter(pk=session_id).update(
-        updated_at=now, **legacy_after_append(session_id, [e.turn_id for _i, e in run])
-    )
+    batch_sql.touch_session(session_id, now, [e.turn_id for _i, e in run])
     rows: list[tuple[Any, ...]] = []
     copies: list[Event] = []
     for _index, event in run:
@@ -276,19 +282,23 @@ def _insert_plain(session_id: str, run: list[tuple[int, Event]], stored: dict[in
     # The writer's executemany path (`ingest.writer.insert_rows`): the ORM's bulk_create
     # spent most of a batch compiling SQL. The session row is locked (the UPDATE above),
     # so the new rows are this session's ids above its last one, in insertion order.
-    last = models.Event.objects.filter(session_id=session_id).order_by("-id")
-    before = last.values_list("id", flat=True).first() or 0
+    before = batch_sql.last_event_id(session_id)
     insert_rows(models.Event, ("session_id", "created_at", "updated_at", *_PLAIN_FIELDS), rows)
-    new_ids = _ids_after(session_id, before)
+    new_ids = batch_sql.event_ids_after(session_id, before)
     if any(event.usage is not None for _index, event in run):
         note_tokens_added(session_id, new_ids[0], new_ids[-1])
     for (index, _event), row_id, copy in zip(run, new_ids, copies, strict=True):
         stored[index] = copy.model_copy(update={"id": row_id, "created_at": now, "updated_at": now})
 
 
-def _ids_after(session_id: str, before: int) -> list[int]:
-    rows = models.Event.objects.filter(session_id=session_id, id__gt=before).order_by("id")
-    return list(rows.values_list("id", flat=True))
+def _known(session_id: str, keys: list[str]) -> dict[str, tuple[int, datetime]]:
+    """Client key -> (event id, stored time) for those of `keys` stored before (a retried
+    batch: their times are read only then)."""
+    ids = batch_sql.stored_keys(session_id, keys)
+    if not ids:
+        return {}
+    times = dict(models.Event.objects.filter(pk__in=ids.values()).values_list("id", "created_at"))
+    return {key: (event_id, times[event_id]) for key, event_id in ids.items()}
 
 
 #: The columns `row_fields_from_event` fills, in a fixed order.

@@ -54,8 +54,25 @@ def serve(database: Path, log: Path) -> Iterator[tuple[int, subprocess.Popen[byt
 def serve_this_database(log: Path, **env: str) -> Iterator[str]:
     """daphne serving the project on this process's database (its environment, plus
     `env`; no live demo), output to `log`; yields its URL once it answers."""
-    with _daphne(env, log) as (port, _server):
-        yield f"http://127.0.0.1:{port}"
+    with serve_this_database_process(log, **env) as (url, _pid):
+        yield url
+
+
+@contextmanager
+def serve_this_database_process(log: Path, **env: str) -> Iterator[tuple[str, int]]:
+    """`serve_this_database`, yielding (its URL, the server's process id)."""
+    with _daphne(env, log) as (port, server):
+        yield f"http://127.0.0.1:{port}", server.pid
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) process `pid` has used so far, from /proc (Linux);
+    None where there is none. A figure the machine's other load hardly moves."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager

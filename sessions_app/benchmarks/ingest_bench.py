@@ -32,8 +32,9 @@ def bench_ingest(
     samples: str | int = 50,
     pace_ms: str | int = 20,
 ) -> Figures:
-    """Figures: ``api_batch{1,10,100}_events_per_s``, ``direct_append_events_per_s``
-    (medians over `rounds`), ``w<n>_p50_ms``, ``w<n>_p95_ms`` and ``w<n>_delivered`` /
+    """Figures: ``api_batch{1,10,100}_events_per_s``, ``direct_append_events_per_s``,
+    ``api_batch{1,10,100}_server_cpu_ms_per_event`` (the server process's CPU time per
+    event, Linux; medians over `rounds`), ``w<n>_p50_ms``, ``w<n>_p95_ms`` and ``w<n>_delivered`` /
     ``w<n>_expected`` per watcher count. `events`: events per throughput run (a tenth for
     batches of 1 and the direct append); `samples`: POSTs per latency run."""
     options = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +33,22 @@ def _first_lines(text: str, count: int) -> Iterator[str]:
 
 
 def _detect_jsonl(text: str) -> str | None:
-    line_formats = [f for f in registered_formats() if isinstance(f, JsonLinesFormat)]
-    for line in _first_lines(text, DETECTION_LINES):
+    return detect_records(_decoded(_first_lines(text, DETECTION_LINES)))
+
+
+def _decoded(lines: Iterable[str]) -> Iterator[Any]:
+    for line in lines:
         try:
-            record = loads(line)
+            yield loads(line)
         except ValueError:
             continue
+
+
+def detect_records(records: Iterable[Any]) -> str | None:
+    """The JSON Lines format that the first of `records` (a file's first lines, decoded;
+    values that are not objects are passed over) that a format recognises names."""
+    line_formats = [f for f in registered_formats() if isinstance(f, JsonLinesFormat)]
+    for record in records:
         if not isinstance(record, dict):
             continue
         for fmt in line_formats:

@@ -21,12 +21,12 @@ from django.db import DataError, IntegrityError
 
 from sessions_app.ids import session_id_problem
 from sessions_app.ingest.chunked import session_steps, write_in_bounded_transactions
-from sessions_app.ingest.detect import detect_format
+from sessions_app.ingest.detect import DETECTION_LINES, detect_format, detect_records
 from sessions_app.ingest.errors import ImportRefusedError, UnknownFormatError
 from sessions_app.ingest.formats.adk_database import read_postgres, shown_url
 from sessions_app.ingest.normalise import at_line, current_line, synthetic_times_from
 from sessions_app.ingest.parsed import ParsedSession, ParseResult
-from sessions_app.ingest.reading import SourceFacts, SourceLines
+from sessions_app.ingest.reading import DecodedLines, SourceFacts, SourceLines
 from sessions_app.ingest.redaction import redact_parse_result
 from sessions_app.ingest.registry import (
     DatabaseFormat,
@@ -110,7 +110,9 @@ def replace_nul(record: Any) -> None:
         setattr(record, item.name, _without_nul(getattr(record, item.name)))
 
 
-def parse_file(path: Path, source_format: str = "auto", text: str | None = None) -> ParseResult:
+def parse_file(
+    path: Path, source_format: str = "auto", text: str | DecodedLines | None = None
+) -> ParseResult:
     """Read and parse `path` (UTF-8) in `source_format` ("auto" = detect).
 
     Returns the sessions and the problems found, with credential-shaped values already
@@ -121,22 +123,26 @@ def parse_file(path: Path, source_format: str = "auto", text: str | None = None)
     does not fit its format, and OSError when the file cannot be read. Bytes that are not
     UTF-8 are read as U+FFFD. Sources without timestamps get times from the file's
     modification time (`normalise.synthetic_time`). `text`: the file's text when the
-    caller already read it (the live tail reads only what was appended); else a JSON
-    Lines file is read line by line (`reading.SourceLines`: its text is never held
-    whole) and a JSON document whole.
+    caller already read it, or its lines already decoded (`reading.DecodedLines`: the
+    live tail, which decodes each line once, as it is appended; a JSON Lines format
+    only); else a JSON Lines file is read line by line (`reading.SourceLines`: its text
+    is never held whole) and a JSON document whole.
     """
     at_line(0)
     written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
-    database = _database_format(path, source_format)
-    facts = SourceFacts()
-    source: str | SourceLines = "" if database else (text or "")
+    decoded = text if isinstance(text, DecodedLines) else None
+    database = None if decoded is not None else _database_format(path, source_format)
+    facts = decoded.facts if decoded is not None else SourceFacts()
+    source: str | SourceLines | DecodedLines = "" if database else (text or "")
     try:
-        fmt = database or (detect_format(path, text) if source_format == "auto" else source_format)
+        fmt = database or (_detect(path, text) if source_format == "auto" else source_format)
         if fmt is None:
             raise UnknownFormatError(path, "unknown format (not a supported transcript)")
         parser = format_named(fmt)
         if parser is None:
             raise UnknownFormatError(path, f"unknown format {fmt!r}")
+        if decoded is not None and not isinstance(parser, JsonLinesFormat):
+            raise UnknownFormatError(path, f"{fmt} is not a JSON Lines format")
         if text is None and not database:
             if isinstance(parser, JsonLinesFormat):
                 source = SourceLines(path)
@@ -166,6 +172,20 @@ def parse_file(path: Path, source_format: str = "auto", text: str | None = None)
     check_parse_result(path, result, may_hold_nul, may_hold_non_finite=non_finite)
     result.source_format = fmt
     return result
+
+
+def _detect(path: Path, text: str | DecodedLines | None) -> str | None:
+    """`detect.detect_format`; for lines already decoded, on their objects (not decoded
+    again) when those are the first lines `detect_format` reads (split at "\n" only)."""
+    if not isinstance(text, DecodedLines):
+        return detect_format(path, text)
+    head = text.head
+    if path.suffix != ".json" and len(head.splitlines()) == head.count("\n"):
+        lines = (r for n, r, _p in text.entries if n <= DETECTION_LINES)
+        found = detect_records(lines)
+        if found:
+            return found
+    return detect_format(path, head)
 
 
 def _database_format(path: Path, source_format: str) -> str | None:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sessions_app.ingest.parsed import ImportProblem, ParsedTodo
-from sessions_app.ingest.reading import JsonLinesText, decode, loads
+from sessions_app.ingest.reading import TOO_DEEP, DecodedLines, JsonLinesText, decode, loads
 from sessions_app.ingest.redaction.core import redact_text
 
 SYNTHETIC_BASE = datetime(2000, 1, 1, tzinfo=UTC)
@@ -96,10 +96,22 @@ def jsonl_objects(
     that holds a JSON object. Blank lines are skipped; a line that is not valid JSON or
     holds another JSON value is reported in `problems` ("not valid JSON (<reason>)",
     "not a JSON object (got <type>)") and skipped. `name` is the file named in problems.
-    `text`: the whole text, or a file read line by line (`reading.SourceLines`, whose
-    facts learn here whether a line may hold a number out of range). Lines are decoded
-    by `reading.loads` (orjson, read as `json.loads` reads them).
+    `text`: the whole text, a file read line by line (`reading.SourceLines`, whose
+    facts learn here whether a line may hold a number out of range), or lines already
+    decoded (`reading.DecodedLines`: the same objects and problems, nothing decoded
+    again). Lines are decoded by `reading.loads` (orjson, read as `json.loads` reads
+    them).
     """
+    if isinstance(text, DecodedLines):  # decoded once, as its lines arrived (the tail)
+        for number, record, problem in text.entries:
+            _current_line.set(number)
+            if problem == TOO_DEEP:
+                raise RecursionError(problem)
+            if problem:
+                problems.append(ImportProblem(name, number, problem))
+                continue
+            yield number, record
+        return
     lines = text.splitlines() if isinstance(text, str) else text
     source = None if isinstance(text, str) else text
     for number, line in enumerate(lines, start=1):

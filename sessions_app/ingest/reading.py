@@ -147,10 +147,6 @@ class SourceLines:
             yield from text.splitlines()
 
 
-#: A JSON Lines source: its whole text, or the file read line by line.
-JsonLinesText = str | SourceLines
-
-
 def head_text(path: Path, lines: int) -> str:
     """The first `lines` lines of a UTF-8 file (split at "\\n", newlines kept), read
     without the rest; bytes that are not UTF-8 read as U+FFFD."""
@@ -161,3 +157,62 @@ def head_text(path: Path, lines: int) -> str:
             if len(out) >= lines:
                 break
     return "".join(out)
+
+
+#: A line `DecodedLines` could not decode for nesting too deep (raised when it is read).
+TOO_DEEP = "\x00too deep"
+
+
+class DecodedLines:
+    """A JSON Lines text held decoded in memory and extended as its file grows (the live
+    tail, `ingest.tail`): each line is decoded once, when its bytes are appended, never
+    again; parsers read it as they read a text (`normalise.jsonl_objects`).
+
+    `extend` takes bytes that end right after a "\\n" (so the lines, their numbers and
+    the decoding are those of the whole text's `str.splitlines`, as for `SourceLines`);
+    `entries` holds (line number, object or None, problem or ""), one per non-blank line;
+    `facts` covers every byte appended; `head` is the text of the first
+    `head_lines` lines (format detection); `decoded` counts the lines decoded.
+    """
+
+    def __init__(self, head_lines: int = 50) -> None:
+        self.entries: list[tuple[int, Any, str]] = []
+        self.facts = SourceFacts()
+        self.lines = 0
+        self.decoded = 0
+        self.head = ""
+        self._head_left = head_lines
+
+    def extend(self, chunk: bytes) -> None:
+        """Decode the lines of `chunk` (complete lines: it ends with "\\n")."""
+        long_numbers = _NINETEEN_DIGITS in chunk.translate(_DIGITS_AS_ZERO)
+        text = chunk.decode("utf-8", errors="replace")
+        self.facts.note(text)
+        if self._head_left > 0:  # split at "\n" only, as `head_text` reads a file's head
+            first = text.split("\n")[:-1][: self._head_left]  # `chunk` ends with "\n"
+            self._head_left -= len(first)
+            self.head += "".join(f"{line}\n" for line in first)
+        for line in text.splitlines():
+            self.lines += 1
+            if not line.strip():
+                continue
+            self.decoded += 1
+            try:
+                record, stdlib = decode(line, long_numbers)
+            except json.JSONDecodeError as exc:
+                self.entries.append((self.lines, None, f"not valid JSON ({exc.msg})"))
+                continue
+            except RecursionError:
+                self.entries.append((self.lines, None, TOO_DEEP))
+                continue
+            if not isinstance(record, dict):
+                kind = type(record).__name__
+                self.entries.append((self.lines, None, f"not a JSON object (got {kind})"))
+                continue
+            self.entries.append((self.lines, record, ""))
+            if stdlib:  # as for `SourceLines` (`SourceFacts.may_hold_non_finite`)
+                self.facts.may_hold_non_finite = True
+
+
+#: A JSON Lines source: its whole text, the file read line by line, or lines held decoded.
+JsonLinesText = str | SourceLines | DecodedLines

@@ -1,16 +1,22 @@
 """Live tail of transcript folders: `manage.py watch_transcripts` (docs/interfaces.md).
 
 `TranscriptTail` polls Claude Code (``~/.claude/projects``) and Codex CLI
-(``~/.codex/sessions``) folders and files. Per file it keeps the byte offset it has read
-up to (the end of the last complete line) and reads only the bytes appended since; the
-text read so far stays in memory and is parsed again by the format's own parser
-(`ingest.files.parse_file`: one parser, the same turn rules and redaction as a one-shot
-import). A *sink* then writes only what changed: `tail_store.LocalSink` (this database,
-broadcast to the session page's watchers) or `tail_remote.RemoteSink` (a dashboard's
-HTTP API).
+(``~/.codex/sessions``) folders and files. Per file it keeps, in memory, how far it has
+read (`Tracked.read_to`) and the lines read so far, each decoded once when its bytes
+arrived (`reading.DecodedLines`; a line still being written waits in `Tracked.pending`
+for its newline). A change reads only the bytes appended since (and `CHECK_BYTES` at the
+file's start and just before them, the rewrite check); nothing is read or decoded again.
+The format's own parser then runs over the decoded lines (`ingest.files.parse_file`: one
+parser, the same turn rules and redaction as a one-shot import), because a later record
+can change earlier results (a rewind archives a branch, a summary retitles, results held
+back for their calls are placed later, a compaction counts what came before); that pass
+is pure Python over objects in memory, and redaction, the costly part of a parse, runs
+only on texts that are new since the last pass (`redaction.core.RedactionMemo`). A
+*sink* then writes only what changed: `tail_store.LocalSink` (this database, broadcast
+to the session page's watchers) or `tail_remote.RemoteSink` (a dashboard's HTTP API).
 
-A file whose inode changed, that shrank, or whose first bytes changed (`head`, the sha256
-of its first `HEAD_BYTES`) was rewritten: it is read and imported whole again.
+A file whose inode changed, that shrank below what was read, or whose first bytes or
+last bytes read changed was rewritten: it is read and imported whole again.
 
 While a file grows its session's latest turn is shown *running* (`shown_turns`), unless
 the transcript already says how it ended (a failure, an interrupt marker, a question to
@@ -38,13 +44,18 @@ from typing import Any, Protocol
 from sessions_app.ingest.errors import ImportRefusedError, UnknownFormatError
 from sessions_app.ingest.files import parse_file
 from sessions_app.ingest.parsed import ParsedSession, ParsedTurn, ParseResult
+from sessions_app.ingest.reading import DecodedLines
+from sessions_app.ingest.redaction.core import RedactionMemo, remembering
 
 logger = logging.getLogger(__name__)
 
 #: Formats the tail follows (JSON Lines that only grow).
 TAILED_FORMATS = ("claude_code", "codex_cli")
-#: How many leading bytes identify a file's content (a changed head = a rewritten file).
+#: How many leading bytes identify a file's content in the state file (`FileState.head`).
 HEAD_BYTES = 4096
+#: Bytes compared, on each growth, at the file's start and just before the new bytes: a
+#: file whose bytes there changed was rewritten.
+CHECK_BYTES = 64
 #: Turn outcomes a transcript states itself: shown at once, even while the file grows.
 _STATED = {
     ("failed", "agent_error"),
@@ -69,18 +80,28 @@ class FileState:
 
 @dataclass(slots=True)
 class Tracked:
-    """A file followed in this process: its state, the text read so far, when it last
-    grew (monotonic seconds), whether its last sync showed a running turn, whether it was
-    found held whole at start-up (`held`: its text not read), the running sha256 of what
-    was read, and what the sink keeps of it (`memo`, sink-specific)."""
+    """A file followed in this process: its state, its lines read so far (decoded once,
+    `reading.DecodedLines`), when it last grew (monotonic seconds), whether its last sync
+    showed a running turn, whether it was found held whole at start-up (`held`: its lines
+    not read), the running sha256 of its complete lines, what the sink keeps of it
+    (`memo`, sink-specific), how far it was read (`read_to`; `pending`: the bytes of a
+    line still waiting for its newline; `ended`: taken as the last line once idle), its
+    first bytes and the last ones read (the rewrite check) and the texts its parses
+    redacted (`redaction`)."""
 
     state: FileState
-    text: str = ""
+    lines: DecodedLines = field(default_factory=DecodedLines)
     grew_at: float = 0.0
     running: bool = False
     held: bool = False
     digest: Any = None
     memo: dict[str, Any] = field(default_factory=dict)
+    read_to: int = 0
+    pending: bytes = b""
+    first: bytes = b""
+    last: bytes = b""
+    redaction: RedactionMemo = field(default_factory=RedactionMemo)
+    ended: bool = False
 
 
 class Sink(Protocol):
@@ -202,36 +223,39 @@ class TranscriptTail:
         key = str(path.resolve())
         stat = path.stat()
         tracked = self.files.get(key)
+        whole = False
         if tracked is None:
             saved = self.saved.get(key)
             if saved and saved.inode == stat.st_ino and saved.offset == stat.st_size:
                 if self.sink.held_whole(path, saved):
-                    self.files[key] = Tracked(saved, grew_at=-1e18, held=True)
+                    held = Tracked(saved, grew_at=-1e18, held=True, read_to=saved.offset)
+                    self.files[key] = held
                     return 0
             tracked = self.files[key] = Tracked(FileState(inode=stat.st_ino))
             whole = True
-        else:
-            whole = self._rewritten(path, tracked, stat)
-            if whole:
-                tracked = self.files[key] = Tracked(FileState(inode=stat.st_ino))
-        grew = self._read_new(path, tracked, stat.st_size)
-        if tracked.held:
-            if not grew:
-                return 0
-            # Held whole at start-up without its text: read it whole now.
-            tracked = self.files[key] = Tracked(FileState(inode=stat.st_ino))
-            self._read_new(path, tracked, stat.st_size)
+        elif stat.st_ino != tracked.state.inode or stat.st_size < tracked.read_to:
+            whole = True  # replaced, or truncated
+        grew = False if whole else self._read_new(path, tracked, stat.st_size)
+        if grew is None or (grew and tracked.held):
+            # Rewritten (its first or last bytes read differ), or held whole at start-up
+            # without its lines and now grown: read whole again.
             whole = True
+        if whole:
+            tracked = self.files[key] = Tracked(FileState(inode=stat.st_ino))
+            grew = self._read_new(path, tracked, stat.st_size)
         if grew:
             tracked.grew_at = now
         active = now - tracked.grew_at < self.idle_seconds
+        if not active and tracked.pending:
+            grew = self._last_line(tracked)
         if not (grew or whole or tracked.running != active):
             return 0
         refusal = self.refused.get(key)
         if refusal is not None and refusal[0] == tracked.state.offset:
             return 0
         try:
-            result = parse_file(path, "auto", tracked.text)
+            with remembering(tracked.redaction):
+                result = parse_file(path, "auto", tracked.lines)
         except (UnknownFormatError, ImportRefusedError) as refused:
             # Not (yet) a transcript: perhaps only its header line so far. Tried again
             # when it grows.
@@ -251,37 +275,56 @@ class TranscriptTail:
         return self.sink.sync(path, tracked, result, whole or not tracked.memo)
 
     @staticmethod
-    def _rewritten(path: Path, tracked: Tracked, stat: os.stat_result) -> bool:
-        state = tracked.state
-        if stat.st_ino != state.inode or stat.st_size < state.offset:
-            return True
-        if not state.head:
-            return False
-        with path.open("rb") as handle:
-            head = handle.read(min(HEAD_BYTES, state.offset))
-        return hashlib.sha256(head).hexdigest() != state.head
+    def _last_line(tracked: Tracked) -> bool:
+        """An idle file's bytes after its last newline are its last line, as a one-shot
+        import reads them (`ended`: if the file grows again it is read whole again)."""
+        line, tracked.pending, tracked.ended = tracked.pending, b"", True
+        tracked.digest = tracked.digest or hashlib.sha256()
+        tracked.digest.update(line)
+        tracked.state.sha256 = tracked.digest.hexdigest()
+        tracked.state.offset += len(line)
+        tracked.lines.extend(line + b"\n")
+        return True
 
     @staticmethod
-    def _read_new(path: Path, tracked: Tracked, size: int) -> bool:
-        """Read the complete lines appended after the offset; returns whether any were."""
-        state = tracked.state
-        if size <= state.offset:
+    def _read_new(path: Path, tracked: Tracked, size: int) -> bool | None:
+        """Read the bytes appended after `tracked.read_to` and decode the complete lines
+        among them (a line still being written stays in `pending` for its newline);
+        returns whether any line was completed, or None when the file was rewritten (its
+        first bytes, or the last ones read before, are not what they were)."""
+        start = tracked.read_to
+        if size <= start:
             return False
+        if tracked.ended:
+            return None
+        back = min(CHECK_BYTES, start)
         with path.open("rb") as handle:
-            handle.seek(state.offset)
-            chunk = handle.read(size - state.offset)
-        end = chunk.rfind(b"\n") + 1  # a line still being written waits for its newline
+            if start:
+                first = tracked.first[:CHECK_BYTES]
+                if handle.read(len(first)) != first:
+                    return None
+                handle.seek(start - back)
+            data = handle.read(size - start + back)
+        if data[:back] != tracked.last[len(tracked.last) - back :]:
+            return None
+        new = data[back:]
+        tracked.read_to = start + len(new)
+        tracked.last = (tracked.last + new)[-CHECK_BYTES:]
+        if len(tracked.first) < HEAD_BYTES:
+            tracked.first += new[: HEAD_BYTES - len(tracked.first)]
+        buffered = tracked.pending + new
+        end = buffered.rfind(b"\n") + 1  # a line still being written waits for its newline
+        tracked.pending = buffered[end:]
         if end == 0:
             return False
-        chunk = chunk[:end]
+        chunk = buffered[:end]
+        state = tracked.state
         if state.offset < HEAD_BYTES:
-            with path.open("rb") as handle:
-                head = handle.read(min(HEAD_BYTES, state.offset + end))
-            state.head = hashlib.sha256(head).hexdigest()
+            state.head = hashlib.sha256(tracked.first[: state.offset + end]).hexdigest()
         if tracked.digest is None:
             tracked.digest = hashlib.sha256()
         tracked.digest.update(chunk)
         state.sha256 = tracked.digest.hexdigest()
         state.offset += end
-        tracked.text += chunk.decode("utf-8", errors="replace")
+        tracked.lines.extend(chunk)
         return True

@@ -71,7 +71,14 @@ def _memo(parsed: ParsedSession, ids: list[int]) -> dict[str, Any]:
         "fps": [_fingerprint(r) for r in rows],
         "ids": ids,
         "turns": {r[0]: r for r in turn_rows(parsed.id, parsed.turns)},
+        "session": _session_values(parsed),
     }
+
+
+def _session_values(parsed: ParsedSession) -> dict[str, Any]:
+    """The session row's values a tailed file can change (a summary record retitles)."""
+    state = {k: v for k, v in parsed.state.items() if k != "todos"}
+    return {"title": parsed.title, "updated_at": parsed.updated_at, "state": state}
 
 
 def _event_ids(session_id: str, after: int = 0) -> list[int]:
@@ -188,14 +195,11 @@ class LocalSink:
         for tid in changed:
             values = dict(zip(TURN_COLUMNS, turns[tid], strict=True))
             models.Turn.objects.filter(pk=tid).update(**values)
-        if added or changed or new_turns or fps != old:
-            models.Session.objects.filter(pk=sid).update(
-                title=parsed.title,
-                updated_at=parsed.updated_at,
-                state={k: v for k, v in parsed.state.items() if k != "todos"},
-            )
+        session = _session_values(parsed)
+        if added or changed or new_turns or fps != old or session != memo.get("session"):
+            models.Session.objects.filter(pk=sid).update(**session)
             refresh_resume_status(sid)
-        memo.update(fps=fps, ids=ids + added, turns=turns)
+        memo.update(fps=fps, ids=ids + added, turns=turns, session=session)
         return added, [r[0] for r in new_turns], changed
 
     @staticmethod

@@ -4,6 +4,8 @@ the store keeps equals its full recomputation."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from sessions_app.models import Event, Session
@@ -69,3 +71,62 @@ def test_a_batch_needing_the_full_recomputation_makes_it_once(
     kept = Session.objects.values_list("protocol_issue_count", "cannot_resume").get(pk="s-o")
     assert full("s-o") == kept
     assert Session.objects.get(pk="s-o").orphan_result_count == 30
+
+
+def _plain_batch(first: int, count: int) -> dict[str, object]:
+    return {
+        "events": [
+            {"client_key": f"k{first + i}", "content": {"role": "assistant", "text": f"e{i}"}}
+            for i in range(count)
+        ]
+    }
+
+
+def test_a_batch_takes_one_transaction_and_finds_its_keys_by_the_unique_index(
+    writer: ApiClient,
+) -> None:
+    """The run-lease check reads before it writes (a session without a due lease takes no
+    transaction for it), and the client keys are looked up through the partial unique
+    index (a lookup that did not say `client_key <> ''` scanned every key of the
+    session on SQLite)."""
+    from django.db import connection
+
+    assert writer.post("/sessions", {"app_name": "ops", "session_id": "s-q"}).status_code == 201
+    assert writer.post("/sessions/s-q/events", _plain_batch(0, 50)).status_code == 200
+    seen: list[tuple[str, Any]] = []
+
+    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        assert writer.post("/sessions/s-q/events", _plain_batch(50, 20)).status_code == 200
+    # Inside the test's own transaction each atomic block is a savepoint.
+    assert sum(sql.startswith("SAVEPOINT") for sql, _p in seen) == 1
+    if connection.vendor != "sqlite":
+        return
+    (lookup,) = [(s, p) for s, p in seen if "client_key IN" in s and s.startswith("SELECT")]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + lookup[0], lookup[1])
+        plan = " ".join(str(row) for row in cursor.fetchall())
+    assert "event_client_key_unique" in plan, plan
+
+
+def test_a_batch_reaches_the_layer_as_one_message(
+    writer: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's events are posted to the outbox together and flushed once: the layer
+    gets one ``live.batch`` holding every event, not one message per event."""
+    sent: list[dict[str, Any]] = []
+
+    async def record(session_id: str, message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    monkeypatch.setattr("sessions_app.live.groups.broadcast", record)
+    assert writer.post("/sessions", {"app_name": "ops", "session_id": "s-l"}).status_code == 201
+    sent.clear()
+    answer = writer.post("/sessions/s-l/events", _plain_batch(0, 100)).json()
+    (message,) = sent
+    assert message["type"] == "live.batch"
+    events = [m["event"]["id"] for m in message["messages"] if m["type"] == "live.event"]
+    assert events == answer["ids"]

@@ -10,7 +10,8 @@ that stores an event broadcasts it) and measures:
   ``/api/v1/sessions/<id>/events`` in batches of 1, 10 and 100 (one keep-alive httpx
   client, one request at a time, each event with a client key), and the same number through
   `DjangoSessionService.append_event` in this process (one transaction per event, as the
-  Runner appends); events/s per round, the median printed;
+  Runner appends); events/s per round, the median printed, and for the API the server
+  process's CPU time per event (from /proc: what the machine's other load hardly moves);
 - latency: `watchers` real websocket clients (``websockets``, signed in as the operator)
   on the session; `samples` single-event POSTs, `pace` seconds apart; for each event and
   watcher, the time from just before the POST to the watcher receiving its frame.
@@ -123,9 +124,15 @@ async def _latency(
     }
 
 
-def measure(url: str, key: str, cookie: str, options: dict[str, Any]) -> dict[str, Any]:
+def measure(
+    url: str, key: str, cookie: str, options: dict[str, Any], server_pid: int = 0
+) -> dict[str, Any]:
     """Throughput and latency figures (see the module)."""
     import httpx
+
+    from sessions_app.benchmarks.http_server import cpu_seconds
+
+    cpu: dict[str, list[float]] = {f"api_batch{batch}": [] for batch in (1, 10, 100)}
 
     events, rounds = int(options["events"]), int(options["rounds"])
     headers = {"Authorization": f"Bearer {key}"}
@@ -138,11 +145,18 @@ def measure(url: str, key: str, cookie: str, options: dict[str, Any]) -> dict[st
                 client.post("/api/v1/sessions", json={"app_name": "bench", "session_id": sid})
                 # Batches of 1 are slow: fewer events keep a round short.
                 count = max(batch, events // 10) if batch == 1 else events
+                before = cpu_seconds(server_pid) if server_pid else None
                 rates[f"api_batch{batch}"].append(_post_rate(client, sid, count, batch))
+                after = cpu_seconds(server_pid) if server_pid else None
+                if before is not None and after is not None:
+                    cpu[f"api_batch{batch}"].append((after - before) * 1000 / count)
             sid = f"bench-direct-{round_no}"
             client.post("/api/v1/sessions", json={"app_name": "bench", "session_id": sid})
             rates["direct_append"].append(asyncio.run(_direct_rate(sid, events // 10)))
     throughput = {f"{name}_events_per_s": statistics.median(v) for name, v in rates.items()}
+    for name, values in cpu.items():
+        if values:  # the server's CPU per event: comparable on a loaded machine
+            throughput[f"{name}_server_cpu_ms_per_event"] = statistics.median(values)
 
     async def latencies() -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -170,14 +184,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     from django.core.management import call_command
 
     from sessions_app.api.keys import create_key
-    from sessions_app.benchmarks.http_server import operator_cookie, serve_this_database
+    from sessions_app.benchmarks.http_server import operator_cookie, serve_this_database_process
 
     call_command("migrate", verbosity=0)
     key = create_key("bench-ingest").key
     cookie = operator_cookie("bench-operator")
     log = Path(settings.BASE_DIR) / ".local" / "bench-ingest-daphne.log"
-    with serve_this_database(log) as url:
-        print(json.dumps(measure(url, key, cookie, options)))
+    with serve_this_database_process(log) as (url, pid):
+        print(json.dumps(measure(url, key, cookie, options, pid)))
 
 
 if __name__ == "__main__":

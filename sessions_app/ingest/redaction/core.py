@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
@@ -91,14 +93,67 @@ def _replace(text: str, make_marker: Callable[[str], str]) -> str:
     return "".join(out)
 
 
+class RedactionMemo:
+    """The texts one source redacted in its previous pass and this one (`remembering`):
+    a text already redacted is looked up, not redacted again. The live tail parses a
+    growing file again from its decoded lines (`ingest.tail`); with a memo only the
+    texts that are new since the last pass cost a redaction (`computed` counts them).
+    Memory: what two passes held (`next_pass` forgets the older one)."""
+
+    def __init__(self) -> None:
+        # (text or id, whether an id) -> its redaction
+        self.now: dict[tuple[str, bool], str] = {}
+        self.before: dict[tuple[str, bool], str] = {}
+        self.computed = 0
+
+    def next_pass(self) -> None:
+        """Start a pass: what the pass before the last one held is forgotten."""
+        self.before, self.now = self.now, {}
+
+    def redact(self, text: str, is_id: bool = False) -> str:
+        """`redact_text(text)` (`redact_id` when `is_id`), looked up when this or the
+        previous pass redacted it."""
+        key = (text, is_id)
+        out = self.now.get(key)
+        if out is None:
+            out = self.before.get(key)
+            if out is None:
+                self.computed += 1
+                out = _replace(text, id_marker) if is_id else _redact_text(text)
+            self.now[key] = out
+        return out
+
+
+_memo: ContextVar[RedactionMemo | None] = ContextVar("redaction_memo", default=None)
+
+
+@contextmanager
+def remembering(memo: RedactionMemo) -> Iterator[None]:
+    """Within the block, `redact_text` looks texts up in `memo` (a new pass of it)."""
+    memo.next_pass()
+    token = _memo.set(memo)
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
 def redact_text(text: str) -> str:
     """`text` with every credential replaced whole by ``[REDACTED:<kind>]``.
 
     A text that is itself a JSON object or array (a tool's JSON output, arguments kept
     as a string, a raw record inside a record) is decoded and redacted as a value first,
-    recursively (`redact_value`), then re-encoded when anything changed.
+    recursively (`redact_value`), then re-encoded when anything changed. Inside
+    `remembering`, a text redacted before is looked up instead (ids too, `redact_id`).
     """
-    if len(text) < 4 or not might_hold_secret(text):
+    if len(text) < 4:
+        return text
+    memo = _memo.get()
+    return _redact_text(text) if memo is None else memo.redact(text)
+
+
+def _redact_text(text: str) -> str:
+    if not might_hold_secret(text):
         return text
     if text.lstrip()[:1] in ("{", "["):
         try:
@@ -118,7 +173,8 @@ def redact_id(value: str) -> str:
     no "/" or character a URL must escape."""
     if len(value) < 4:
         return value
-    return _replace(value, id_marker)
+    memo = _memo.get()
+    return _replace(value, id_marker) if memo is None else memo.redact(value, True)
 
 
 def redact_path(path: str) -> str:
