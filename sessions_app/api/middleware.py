@@ -72,16 +72,21 @@ def _as_problem(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     if not html or not request.path.startswith(("/api/", "/v1/")):
         return response
     if response.status_code == 404:
-        return problem_response(request, 404, "not-found", f"no operation at {request.path[:200]}")
-    if response.status_code == 405:
-        allowed = response.get("Allow", "")
+        problem = problem_response(
+            request, 404, "not-found", f"no operation at {request.path[:200]}"
+        )
+    elif response.status_code == 405:
         problem = problem_response(
             request, 405, "method-not-allowed",
-            f"{request.method} is not allowed here; allowed: {allowed or 'none'}",
+            f"{request.method} is not allowed here; allowed: {response.get('Allow') or 'none'}",
         )  # fmt: skip
-        problem["Allow"] = allowed
-        return problem
-    return response
+    else:
+        return response
+    # What the middlewares inside added (the security headers, Allow) stays.
+    for header, value in response.items():
+        if header.lower() not in {"content-type", "content-length"}:
+            problem.setdefault(header, value)
+    return problem
 
 
 @sync_and_async_middleware
