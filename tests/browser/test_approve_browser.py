@@ -9,23 +9,16 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser
 
 from sessions_app.models import Session, Turn
+from tests.browser.test_live_browser import _sign_in
 from tests.factories import make_session
 from tests.live.helpers import DaphneServer
 
 LAST = "#timeline > article.turn:last-of-type"
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def _sign_in(page: Page, url: str, user: User) -> None:
-    page.goto(f"{url}/accounts/login/")
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", "pw-" + user.username)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{url}/sessions/")
 
 
 def test_approving_a_pending_call_continues_the_turn_live(
