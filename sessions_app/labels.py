@@ -97,7 +97,9 @@ STAGES: dict[str, Label] = {
         "at the model provider", "Talking to the model provider.", "failure-stages"
     ),
     FailureStage.TOOL: Label(
-        "at the tool check", "Checking the tool calls before the agent ran.", "failure-stages"
+        "at a tool",
+        "Running a tool, or checking the tool calls before the agent ran.",
+        "failure-stages",
     ),
     FailureStage.PERSISTENCE: Label(
         "in the database", "Reading from or writing to the store.", "failure-stages"
