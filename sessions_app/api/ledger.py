@@ -22,6 +22,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Case, DateTimeField, Value, When
 from django.utils import timezone
 
 from agentops.runtime import errors
@@ -43,10 +44,12 @@ __all__ = ["ApiSessionService", "BatchItem", "redact_event"]
 
 @dataclass(frozen=True)
 class BatchItem:
-    """One event of a batch and its client key ("" = none: no retry protection)."""
+    """One event of a batch and its client key ("" = none: no retry protection), and when
+    it happened when the client recorded it after the fact (None: when it is stored)."""
 
     client_key: str
     event: Event
+    recorded_at: datetime | None = None
 
 
 def redact_event(event: Event) -> Event:
@@ -134,7 +137,9 @@ class ApiSessionService(LiveSessionService):
         # Redacted once: by the store itself when it redacts runtime events, else here.
         redacted = settings.AGENTOPS_REDACT_RUNTIME_EVENTS
         events = [
-            item if redacted else BatchItem(item.client_key, redact_event(item.event))
+            item
+            if redacted
+            else BatchItem(item.client_key, redact_event(item.event), item.recorded_at)
             for item in items
         ]
         try:
@@ -177,6 +182,7 @@ class ApiSessionService(LiveSessionService):
                 plain = []
                 stored[index] = self._append_event(item.event)
             _insert_plain(session_id, plain, stored)
+            _keep_recorded_times(items, stored)
             # The writer's executemany path, as for the events (bulk_create compiled SQL
             # per batch and built a model instance per key).
             insert_rows(
@@ -263,6 +269,22 @@ def _is_plain(event: Event) -> bool:
     leaves the status as it is), so a run of them is stored with one bulk insert."""
     content = event.content
     return not event.state_delta and not content.tool_calls and content.role != "tool"
+
+
+def _keep_recorded_times(items: Sequence[BatchItem], stored: dict[int, Event]) -> None:
+    """Give the stored events of `items` that carry a recorded time that time (one UPDATE,
+    in the batch's transaction); `stored` ({item index: stored event}) follows."""
+    recorded = {i: items[i].recorded_at for i in stored if items[i].recorded_at is not None}
+    if not recorded:
+        return
+    when = Case(
+        *(When(pk=stored[i].id, then=Value(at)) for i, at in recorded.items()),
+        output_field=DateTimeField(),
+    )
+    ids = [stored[i].id for i in recorded]
+    models.Event.objects.filter(pk__in=ids).update(created_at=when, updated_at=when)
+    for i, at in recorded.items():
+        stored[i] = stored[i].model_copy(update={"created_at": at, "updated_at": at})
 
 
 def _insert_plain(session_id: str, run: list[tuple[int, Event]], stored: dict[int, Event]) -> None:

@@ -7,11 +7,11 @@ runtime's own value types (`Event`'s `Content`, `Session`, `Turn`), never writte
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 from django.utils import timezone
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from agentops.runtime.model import Content, Event, FinishReason, ToolCall, Usage
 from agentops.runtime.session import Turn, TurnReason, TurnStatus
@@ -42,6 +42,22 @@ __all__ = [
 MAX_TOKENS = 2**53 - 1
 #: The earliest start a turn may be given.
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def plausible_time(value: datetime | None) -> datetime | None:
+    """A time a client recorded, with its time zone, from the year 2000 to a day ahead of
+    the server's clock (a far-future time would spoil every chart and duration)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("give the time zone (e.g. 2026-12-01T10:00:00Z)")
+    if not EARLIEST <= value <= timezone.now() + timedelta(days=1):
+        raise ValueError("must be from 2000-01-01 to a day ahead of the server's clock")
+    return value
+
+
+#: A time a client recorded (`plausible_time`); none: the server's clock.
+RecordedTime = Annotated[datetime | None, AfterValidator(plausible_time)]
 
 #: Ids and names: what the columns hold (255 characters).
 Id = Field(min_length=1, max_length=255, pattern=r"^[^\x00]+$")
@@ -79,6 +95,9 @@ class EventIn(BaseModel):
     finish_reason: FinishReason = FinishReason.NONE
     usage: Usage | None = None
     state_delta: dict[str, Any] = Field(default_factory=dict)
+    #: When the event happened, for events recorded after the fact (a transcript sent by
+    #: `watch_transcripts --to`); none: when it is stored.
+    created_at: RecordedTime = None
     #: Ids of this event's tool calls that wait for a person (docs/runtime.md §1).
     pending_call_ids: list[str] = Field(default_factory=list, max_length=1000)
 
@@ -132,21 +151,8 @@ class TurnIn(Schema):
     """Begin a running turn. `lease_id`: the caller's run lease (needed while one is held)."""
 
     turn_id: str = Id
-    started_at: datetime | None = None
+    started_at: RecordedTime = None
     lease_id: str = Field("", max_length=64)
-
-    @field_validator("started_at")
-    @classmethod
-    def _plausible(cls, started_at: datetime | None) -> datetime | None:
-        """A start with a time zone, from the year 2000 to a day ahead of the server's clock
-        (a turn cannot start in the far future; such a time would spoil every chart)."""
-        if started_at is None:
-            return None
-        if started_at.tzinfo is None:
-            raise ValueError("give the time zone (e.g. 2026-12-01T10:00:00Z)")
-        if not EARLIEST <= started_at <= timezone.now() + timedelta(days=1):
-            raise ValueError("must be from 2000-01-01 to a day ahead of the server's clock")
-        return started_at
 
 
 class FailureIn(Schema):
@@ -165,6 +171,9 @@ class FinalizeIn(Schema):
     status: TurnStatus
     reason: TurnReason = TurnReason.NONE
     failure: FailureIn | None = None
+    #: When the turn ended, for turns recorded after the fact; none: now. Never before its
+    #: start.
+    finished_at: RecordedTime = None
 
 
 class InterruptIn(Schema):

@@ -103,6 +103,7 @@ async def append_events(request: HttpRequest, session_id: str, body: AppendIn) -
                 state_delta=item.state_delta,
                 pending_call_ids=tuple(item.pending_call_ids),
             ),
+            item.created_at,
         )
         for item in body.events
     ]

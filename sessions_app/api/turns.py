@@ -98,7 +98,9 @@ async def finalize_turn(request: HttpRequest, turn_id: str, body: FinalizeIn) ->
         message = body.failure.message if body.failure.message_safe else ""
         failure = TurnFailure(code=body.failure.code, stage=body.failure.stage, message=message)
     outcome = TurnOutcome(status=body.status, reason=body.reason, failure=failure)
-    return await ApiSessionService(api_actor(request)).finalize_turn(turn_id, outcome)
+    service = ApiSessionService(api_actor(request))
+    service.finish_time = body.finished_at
+    return await service.finalize_turn(turn_id, outcome)
 
 
 @router.post("/sessions/{session_id}/interrupt", response={200: TurnsOut, **ERRORS})

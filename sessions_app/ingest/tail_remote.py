@@ -41,7 +41,16 @@ __all__ = ["RemoteSink", "remote_turn_id"]
 
 #: Events per POST (the API takes up to 1000).
 BATCH = 500
-_SENT_FIELDS = {"turn_id", "author", "content", "finish_reason", "usage", "state_delta"}
+# `created_at`: the transcript's own time (the dashboard keeps it, as an import does).
+_SENT_FIELDS = {
+    "turn_id",
+    "author",
+    "content",
+    "finish_reason",
+    "usage",
+    "state_delta",
+    "created_at",
+}
 
 
 def remote_turn_id(turn_id: str) -> str:
@@ -156,6 +165,8 @@ class RemoteSink:
             memo["turns"][tid] = turn.status
             return
         body: dict[str, Any] = {"status": turn.status, "reason": turn.reason}
+        if turn.finished_at is not None:  # the transcript's time, as an import keeps it
+            body["finished_at"] = turn.finished_at.isoformat()
         if turn.failure_code:
             body["failure"] = {"code": turn.failure_code, "stage": turn.failure_stage}
         try:

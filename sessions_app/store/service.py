@@ -19,6 +19,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from agentops.runtime import errors
@@ -333,10 +335,15 @@ class DjangoSessionService:
         validate_outcome(outcome)
         return await sync_to_async(self._finalize_turn)(turn_id, outcome)
 
+    #: When a finalised turn ended (None: now); the HTTP API's client may say (`api.ledger`).
+    finish_time: datetime | None = None
+
     def _finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
         failure = outcome.failure
         redact = settings.AGENTOPS_REDACT_RUNTIME_EVENTS
         now = timezone.now()
+        # Never before the turn's start (a client's clock may say otherwise).
+        finished = Greatest(F("started_at"), Value(self.finish_time)) if self.finish_time else now
         with transaction.atomic():
             updated = models.Turn.objects.filter(pk=turn_id, status=TurnStatus.RUNNING).update(
                 status=outcome.status.value,
@@ -346,7 +353,7 @@ class DjangoSessionService:
                 failure_message=(
                     (redact_text(failure.message) if redact else failure.message) if failure else ""
                 ),
-                finished_at=now,
+                finished_at=finished,
             )
             row = models.Turn.objects.filter(pk=turn_id).first()
             if row is None:

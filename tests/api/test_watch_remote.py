@@ -28,11 +28,15 @@ CLAUDE = "claude-code/agentcmd__full-session-three.jsonl"
 def _facts(turn_id: Any = str) -> dict[str, Any]:
     return {
         "sessions": Session.objects.count(),
-        "turns": sorted((turn_id(t.id), t.status, t.reason) for t in Turn.objects.all()),
+        # The transcript's own times, as a one-shot import keeps them.
+        "turns": sorted(
+            (turn_id(t.id), t.status, t.reason, t.started_at, t.finished_at)
+            for t in Turn.objects.all()
+        ),
         "events": [
-            (role, text, [(c["id"], c["name"], c["arguments"]) for c in calls], finish)
-            for role, text, calls, finish in Event.objects.order_by("id").values_list(
-                "role", "text", "tool_calls", "finish_reason"
+            (role, text, [(c["id"], c["name"], c["arguments"]) for c in calls], finish, at)
+            for role, text, calls, finish, at in Event.objects.order_by("id").values_list(
+                "role", "text", "tool_calls", "finish_reason", "created_at"
             )
         ],
     }
