@@ -40,8 +40,14 @@ def test_approving_a_pending_call_continues_the_turn_live(
 
         watcher.goto(f"{server.url}/sessions/s-approve/")
         watcher.wait_for_selector(".live-indicator[data-state=live]")
+        # The turn's events arrive twice on a fresh page (lazily loaded and caught up
+        # live); the page keeps one once htmx settles (static/live.js).
+        watcher.wait_for_function(
+            "(css) => document.querySelectorAll(css).length === 1",
+            arg=LAST + " .tool-call.is-pending",
+            timeout=10_000,
+        )
         pending = watcher.locator(LAST + " .tool-call.is-pending")
-        pending.wait_for()
         assert "deploy" in pending.inner_text()
         assert watcher.locator("form.decide-form").count() == 0  # operators do not decide
 
