@@ -17,7 +17,7 @@ from sessions_app.models import Session
 
 pytestmark = pytest.mark.django_db
 
-CALL_ID = re.compile(r'<td class="mono small">([^<]+)</td>')
+CALL_ID = re.compile(r'<td class="mono small" data-label="Call id">([^<]+)</td>')
 
 
 def _import(corpus: Path, relative: str) -> Session:

@@ -19,8 +19,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Value
-from django.db.models.functions import Greatest
+from django.db.models import F, Value, functions
 from django.utils import timezone
 
 from agentops.runtime import errors
@@ -78,8 +77,8 @@ class DjangoSessionService:
 
     #: `Session.source_format` of the sessions it creates (the HTTP API's is "api").
     source_format = "runtime"
-
-    # -- sessions and events -------------------------------------------------------------
+    #: When a finalised turn ended (None: now; never before its start); the API may say.
+    finish_time: datetime | None = None
 
     async def create_session(
         self,
@@ -335,15 +334,13 @@ class DjangoSessionService:
         validate_outcome(outcome)
         return await sync_to_async(self._finalize_turn)(turn_id, outcome)
 
-    #: When a finalised turn ended (None: now); the HTTP API's client may say (`api.ledger`).
-    finish_time: datetime | None = None
-
     def _finalize_turn(self, turn_id: str, outcome: TurnOutcome) -> Turn:
         failure = outcome.failure
         redact = settings.AGENTOPS_REDACT_RUNTIME_EVENTS
         now = timezone.now()
-        # Never before the turn's start (a client's clock may say otherwise).
-        finished = Greatest(F("started_at"), Value(self.finish_time)) if self.finish_time else now
+        at: Any = now
+        if self.finish_time:
+            at = functions.Greatest(F("started_at"), Value(self.finish_time))
         with transaction.atomic():
             updated = models.Turn.objects.filter(pk=turn_id, status=TurnStatus.RUNNING).update(
                 status=outcome.status.value,
@@ -353,7 +350,7 @@ class DjangoSessionService:
                 failure_message=(
                     (redact_text(failure.message) if redact else failure.message) if failure else ""
                 ),
-                finished_at=finished,
+                finished_at=at,
             )
             row = models.Turn.objects.filter(pk=turn_id).first()
             if row is None:
