@@ -2,9 +2,10 @@
 
 Turn statuses, reasons and failure stages are those of docs/runtime.md §2. "Stuck" is not a
 status: it is a running turn whose last event time is older than
-`settings.AGENTOPS_STUCK_AFTER_SECONDS` (see `queue.triage_queue`).
+`settings.AGENTOPS_STUCK_AFTER_SECONDS` (see `queue.live_queue`).
 
-- `queue`: the turns it holds (`triage_queue`) and why each is there.
+- `queue`: the turns it holds (failed and interrupted ones, `TALLIED`; stuck and blocking
+  ones, `live_queue`) and why each is there.
 - `filters`: the URL parameters (`?status=&code=&stage=&reason=&app=&tool=&page=`,
   combined with AND) and the lookups they become; `(none)` selects an empty code, stage or
   reason.

@@ -87,10 +87,6 @@ class Chart:
         return self.HEIGHT - 6
 
 
-CHART_STATUSES = (Turn.Status.FAILED, Turn.Status.INTERRUPTED)
-"""The statuses the chart counts: the two terminal ones (stuck turns are in the queue only)."""
-
-
 def build_chart(counts: list[tuple[date, str, int]], today: date) -> Chart | None:
     """Lay out the stacked bar chart; None when there is nothing to show.
 

@@ -17,7 +17,6 @@ __all__ = [
     "live_rows",
     "queue_page",
     "tallied_turns",
-    "triage_queue",
     "with_queue_status",
 ]
 
@@ -40,7 +39,15 @@ def with_queue_status(turns: TurnQuerySet) -> TurnQuerySet:
 
 
 def _live(stuck_before: datetime) -> Q:
-    """The stuck and blocking turns (`triage_queue`) as a condition."""
+    """The stuck and blocking turns as a condition.
+
+    A running turn is stuck when its last event time (the newest `created_at` of its
+    session's events with its `turn_id`, or `started_at` when it has none) is before
+    `stuck_before` (aware UTC datetime: now minus AGENTOPS_STUCK_AFTER_SECONDS). Written as
+    NOT EXISTS (no event at or after the cutoff) so the filter can use
+    `event_session_turn_idx` and no per-turn MAX is computed for the whole table. A
+    completed turn blocks when it is the latest of a session that cannot resume (its
+    unanswered call blocks the next run, docs/runtime.md §5)."""
     events = Event.objects.filter(session=OuterRef("session"), turn_id=OuterRef("pk"))
     # Last event time < cutoff  <=>  no event at/after the cutoff, and (some event, or
     # started_at before the cutoff when there is none).
@@ -68,25 +75,10 @@ def _live(stuck_before: datetime) -> Q:
 
 
 def live_queue(stuck_before: datetime) -> TurnQuerySet:
-    """The part of `triage_queue` that the kept tally does not count: stuck running turns
+    """The part of the queue that the kept tally does not count: stuck running turns
     and blocking completed ones, with `queue_status`. Whether a turn is in it depends on
     the clock and on its session's resume status; such turns are few."""
     return with_queue_status(Turn.objects.filter(_live(stuck_before)))
-
-
-def triage_queue(stuck_before: datetime) -> TurnQuerySet:
-    """Turns that need a look: failed, interrupted and stuck running turns, and the
-    latest turn of a session that cannot resume when it completed ("blocks": its
-    unanswered call blocks the next run, docs/runtime.md §5).
-
-    A running turn is stuck when its last event time (the newest `created_at` of its
-    session's events with its `turn_id`, or `started_at` when it has none) is before
-    `stuck_before` (aware UTC datetime: now minus AGENTOPS_STUCK_AFTER_SECONDS).
-    Adds `queue_status` (str): the turn's status, "stuck" or "blocks".
-    Written as NOT EXISTS (no event at or after the cutoff) so the filter can use
-    `event_session_turn_idx` and no per-turn MAX is computed for the whole table.
-    """
-    return with_queue_status(Turn.objects.filter(Q(status__in=TALLIED) | _live(stuck_before)))
 
 
 def tallied_turns() -> TurnQuerySet:
