@@ -36,7 +36,7 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     session = get_session_for_user(request, session_id)
     try:
         streamed, raw = context_page(
-            session, request.GET.get("page"), settings.AGENTOPS_EVENTS_PER_TURN_PAGE
+            session, request.GET.get("page"), settings.AGENTOPS_CONTEXT_ENTRIES_PER_PAGE
         )
     except UnreadableRowError as unreadable:
         context = {"session": session, **presenters.unreadable(unreadable)}
