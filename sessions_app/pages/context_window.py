@@ -37,7 +37,7 @@ from django.db import DatabaseError, transaction
 
 from agentops.runtime.model import Event, ToolCall
 from agentops.runtime.protocol import ToolProtocolIssue
-from agentops.runtime.session import TurnStatus
+from agentops.runtime.session import Turn, TurnStatus
 from sessions_app import models
 from sessions_app.pages.context_rows import mark_refused
 from sessions_app.pages.context_stream import Resume, StreamedContext, Window, stream_context
@@ -174,6 +174,34 @@ def _events(session_id: str, after: int, archived: bool = False) -> Iterator[Eve
     return (event for page in pages for event in page)
 
 
+def _stream(
+    sid: str,
+    turns: dict[str, Turn],
+    start: Resume | None,
+    live_start: int,
+    per_page: int,
+    page: str | None,
+    compaction: Event | None,
+    **options: Any,
+) -> StreamedContext:
+    """`stream_context` over session `sid`'s events, archived events and recorded
+    outcomes after `start` (None: from the first event); `options` go to it as they are."""
+    upto = start.upto if start is not None else 0
+    return stream_context(
+        turns,
+        _events(sid, upto),
+        _events(sid, upto, archived=True),
+        load_outcomes(sid, after=upto),
+        live_start=live_start,
+        per_page=per_page,
+        page=page,
+        start=start,
+        compaction=compaction,
+        pending_of=_pending(sid),
+        **options,
+    )
+
+
 def context_page(
     session: models.Session, page: str | None, per_page: int
 ) -> tuple[StreamedContext, Any]:
@@ -210,20 +238,10 @@ def context_page(
                     legacy = None
         return True
 
-    result = stream_context(
-        turns,
-        _events(sid, upto),
-        _events(sid, upto, archived=True),
-        load_outcomes(sid, after=upto),
-        live_start=live_start,
-        per_page=per_page,
-        page=page,
-        start=start,
-        compaction=compaction,
-        checkpoint=checkpoint,
-        pending_of=_pending(sid),
-        margin=MARGIN,
-    )
+    result = _stream(
+        sid, turns, start, live_start, per_page, page, compaction,
+        checkpoint=checkpoint, margin=MARGIN,
+    )  # fmt: skip
     last_start = (result.page.paginator.num_pages - 1) * per_page
     chosen = _chosen([*states, *result.checkpoints], last_start, per_page)
     if [state.upto for state in chosen] != [state.upto for state in states]:
@@ -255,21 +273,11 @@ def _from_state(
     that stops at the end of that page (a page before the newest kept state)."""
     sid = session.id
     number = whole.page.number
-    upto = start.upto if start is not None else 0
     turns = {turn.id: turn for turn in load_turns(sid)}
-    early = stream_context(
-        turns,
-        _events(sid, upto),
-        _events(sid, upto, archived=True),
-        load_outcomes(sid, after=upto),
-        live_start=live_start,
-        per_page=per_page,
-        page=str(number),
-        start=start,
-        compaction=compaction,
-        pending_of=_pending(sid),
+    early = _stream(
+        sid, turns, start, live_start, per_page, str(number), compaction,
         stop_row=number * per_page,
-    )
+    )  # fmt: skip
     rows = dict(early.rows)
     shown = Paginator(Window(whole.page.paginator.count, rows), per_page).get_page(number)
     if whole.explanation.error is not None:
