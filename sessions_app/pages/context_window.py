@@ -48,7 +48,7 @@ from sessions_app.store.resume import load_turns
 from sessions_app.store.rows import event_from_values, turn_from_row
 from sessions_app.store.stream import active_event_pages, live_start_id
 
-__all__ = ["context_page"]
+__all__ = ["LongPassError", "context_page"]
 
 #: Legacy turn ids a checkpoint lists; beyond, any new turn record voids it.
 MAX_LEGACY_IDS = 50
@@ -202,13 +202,22 @@ def _stream(
     )
 
 
+class LongPassError(Exception):
+    """The view would read more events than it was allowed to (`events`, at least)."""
+
+    def __init__(self, events: int) -> None:
+        super().__init__(f"more than {events - 1} events to read")
+        self.events = events
+
+
 def context_page(
-    session: models.Session, page: str | None, per_page: int
+    session: models.Session, page: str | None, per_page: int, read_at_most: int | None = None
 ) -> tuple[StreamedContext, Any]:
     """(the context page `page` of `session` (None: the last), the stored `raw` of its
     compaction event or None), computed from the kept state on (module docstring) and
     the state kept for the next view. Raises `UnreadableRowError` for a row that is not
-    a valid event."""
+    a valid event, and `LongPassError` (after one more query, before reading any event)
+    when it would read more than `read_at_most` events."""
     sid = session.id
     live_start = live_start_id(sid) or 0
     turn_rows = models.Turn.objects.filter(session_id=sid)
@@ -217,6 +226,11 @@ def context_page(
     states = _valid_states(session, live_start)
     start = states[-1] if states else None
     upto = start.upto if start is not None else 0
+    if read_at_most is not None:
+        after = models.Event.objects.filter(session_id=sid, id__gt=upto, deleted_at__isnull=True)
+        count = after.values("id")[: read_at_most + 1].count()
+        if count > read_at_most:
+            raise LongPassError(count)
     named = models.Event.objects.filter(session_id=sid, id__gt=upto).values("turn_id")
     turns = {row.id: turn_from_row(row) for row in turn_rows.filter(pk__in=named)}
     if latest_row is not None:
