@@ -57,7 +57,7 @@ def test_one_pass_per_session_while_it_runs(
     operator_client: Client, long_session: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     release, calls = threading.Event(), []
-    real = context_background.context_page
+    real = context_background.context_page  # type: ignore[attr-defined]
 
     def held(*args: Any, **kwargs: Any) -> Any:
         if threading.current_thread().name.startswith("context-"):
@@ -77,7 +77,7 @@ def test_one_pass_per_session_while_it_runs(
 def test_a_failed_pass_is_computed_in_the_next_request(
     operator_client: Client, long_session: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = context_background.context_page
+    real = context_background.context_page  # type: ignore[attr-defined]
 
     def failing(*args: Any, **kwargs: Any) -> Any:
         if threading.current_thread().name.startswith("context-"):
