@@ -29,17 +29,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from sessions_app.otlp import mapping
 from sessions_app.otlp.decode import SPAN, SpanRecord
-from sessions_app.otlp.mapping import (
-    SESSION_KEYS,
-    Draft,
-    Outcome,
-    Place,
-    failure_code,
-    place as spans_place,
-    turn_drafts as spans_drafts,
-    turn_outcome as spans_outcome,
-)
+from sessions_app.otlp.mapping import SESSION_KEYS, Draft, Outcome, Place, failure_code
 from sessions_app.otlp.messages import EVENTS_KEY, LEGACY_EVENTS, arguments_object, has_content
 
 __all__ = ["LOG", "ORDER_KEY", "UNTRACED", "place", "turn_drafts", "turn_outcome", "untraced_keys"]
@@ -107,14 +99,14 @@ def place(records: Sequence[SpanRecord]) -> Place:
     log records filling what the spans lack; records without trace context land where
     `untraced_keys` says."""
     spans, logs = _split(records)
-    where = spans_place(spans or logs)
+    where = mapping.place(spans or logs)
     if not logs:
         return where
     if not spans and all(log.kind == UNTRACED for log in logs):
         where.session_key, where.turn_key = untraced_keys(logs[0].attributes, logs[0].start_at)
     elif not where.session_key:
-        where.session_key = spans_place(logs).session_key
-    where.user_id = where.user_id or spans_place(logs).user_id
+        where.session_key = mapping.place(logs).session_key
+    where.user_id = where.user_id or mapping.place(logs).user_id
     where.content_captured = where.content_captured or any(_log_content(r) for r in logs)
     if not where.model:
         for log in reversed(logs):
@@ -149,8 +141,10 @@ def _calls(records: Sequence[SpanRecord]) -> list[list[SpanRecord]]:
     calls: list[list[SpanRecord]] = []
     open_call = False  # the last call has inputs and may get more, or its choices
     for record in records:
-        if record.name == "gen_ai.choice" and calls and calls[-1][-1].name in (
-            *LEGACY_EVENTS, "gen_ai.choice"
+        if (
+            record.name == "gen_ai.choice"
+            and calls
+            and calls[-1][-1].name in (*LEGACY_EVENTS, "gen_ai.choice")
         ):
             calls[-1].append(record)
             open_call = False
@@ -184,7 +178,7 @@ def turn_drafts(records: Sequence[SpanRecord]) -> list[Draft]:
     merged += [_virtual_span(span_id, tied) for span_id, tied in by_span.items()]
     merged += [_virtual_span(call[0].span_id, call) for call in _calls(loose)]
     claude = [r for r in logs if r.name.startswith(CLAUDE)]
-    return spans_drafts(merged, extra=claude_drafts(claude))
+    return mapping.turn_drafts(merged, extra=claude_drafts(claude))
 
 
 def _text(value: Any) -> str:
@@ -294,7 +288,7 @@ def turn_outcome(records: Sequence[SpanRecord]) -> Outcome | None:
     ``http_<status_code>``, else ``api_error``; its error message is never read)."""
     spans, logs = _split(records)
     if spans or not logs or any(log.kind == LOG for log in logs):
-        return spans_outcome(spans)
+        return mapping.turn_outcome(spans)
     last = max(log.start_at for log in logs)
     requests = [r for r in logs if r.name in (CLAUDE + "api_request", CLAUDE + "api_error")]
     if requests and requests[-1].name == CLAUDE + "api_error":
@@ -302,4 +296,3 @@ def turn_outcome(records: Sequence[SpanRecord]) -> Outcome | None:
         code = failure_code(f"http_{int(status)}" if status else "api_error")
         return Outcome("failed", "agent_error", code, "provider", last)
     return Outcome("completed", "", "", "", last)
-

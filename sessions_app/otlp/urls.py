@@ -1,6 +1,6 @@
 """URLs of the OTLP receiver (included at the top level by agentops/urls.py): the OTLP
-paths of traces and logs and the Langfuse-compatible ones. Exempt from the sign-in redirect: the receiver
-answers 401 itself."""
+paths of traces and logs and the Langfuse-compatible ones. Exempt from the sign-in
+redirect: the receiver answers 401 itself."""
 
 from __future__ import annotations
 

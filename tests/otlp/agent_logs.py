@@ -24,7 +24,11 @@ from opentelemetry import trace
 from opentelemetry._logs import LogRecord
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
-from opentelemetry.sdk._logs.export import LogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk._logs.export import (
+    InMemoryLogRecordExporter,
+    LogRecordExporter,
+    SimpleLogRecordProcessor,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import Tracer
 
@@ -32,6 +36,11 @@ SECRET_ERROR = "the-tool-error-text-zq91"
 SYSTEM = "You answer about the weather."
 QUESTION = "What is the weather in Lyon?"
 ANSWER = "It is raining in Lyon."
+
+
+def memory_logs() -> InMemoryLogRecordExporter:
+    """An exporter keeping the records in memory (the SDK's class is not typed)."""
+    return InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
 
 
 def log_provider(exporter: LogRecordExporter, app: str) -> LoggerProvider:
@@ -62,8 +71,12 @@ def genai_turn(tracer: Tracer, logger: Any, conversation: str, content_on_spans:
                   {"index": 0, "finish_reason": "tool_calls",
                    "message": {"role": "assistant", "tool_calls": [call]}})  # fmt: skip
             if content_on_spans:
-                chat.set_attribute("gen_ai.input.messages", json.dumps(
-                    [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]))
+                chat.set_attribute(
+                    "gen_ai.input.messages",
+                    json.dumps(
+                        [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]
+                    ),
+                )
                 chat.set_attribute("gen_ai.output.messages", json.dumps(
                     [{"role": "assistant", "parts": [{"type": "tool_call", "id": "call_w",
                       "name": "get_weather", "arguments": {"city": "Lyon"}}]}]))  # fmt: skip
@@ -91,9 +104,11 @@ GENAI_EVENTS = [
 
 
 def _claude(logger: Any, prompt_id: str, event: str, sequence: int, **attributes: Any) -> None:
-    common = {"session.id": "cc-session", "prompt.id": prompt_id, "user.id": "dev-1",
-              "event.name": event, "event.sequence": sequence,
-              "event.timestamp": "2026-12-01T10:00:00.000Z"}  # fmt: skip
+    common: dict[str, Any] = {
+        "session.id": "cc-session", "prompt.id": prompt_id, "user.id": "dev-1",
+        "event.name": event, "event.sequence": sequence,
+        "event.timestamp": "2026-12-01T10:00:00.000Z",
+    }  # fmt: skip
     logger.emit(LogRecord(body=f"claude_code.{event}", attributes={**common, **attributes}))
 
 
@@ -108,7 +123,8 @@ def claude_prompt(logger: Any, prompt_id: str = "prompt-1") -> None:
             success="true", duration_ms=12, decision_type="accept",
             tool_input=json.dumps({"command": "ls"}))  # fmt: skip
     _claude(logger, prompt_id, "tool_result", 4, tool_name="Read", tool_use_id="toolu_bad",
-            success="false", duration_ms=3, error_type="Error:ENOENT", error=SECRET_ERROR)  # fmt: skip
+            success="false", duration_ms=3, error_type="Error:ENOENT",
+            error=SECRET_ERROR)  # fmt: skip
     _claude(logger, prompt_id, "api_request", 5, model="claude-sonnet-5", input_tokens=200,
             output_tokens=10, cost_usd=0.002, duration_ms=400, request_id="req_2")  # fmt: skip
 

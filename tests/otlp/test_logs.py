@@ -14,7 +14,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from sessions_app import models
@@ -29,6 +28,7 @@ from tests.otlp.agent_logs import (
     genai_turn,
     json_logs,
     log_provider,
+    memory_logs,
     protobuf_logs,
 )
 from tests.otlp.agent_spans import protobuf_body, provider
@@ -39,7 +39,7 @@ from tests.test_redaction_shapes import database_text
 
 def _genai(conversation: str, content_on_spans: bool = False) -> tuple[bytes, bytes]:
     """The spans body and the logs body of `genai_turn`."""
-    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    spans, logs = InMemorySpanExporter(), memory_logs()
     tracer = provider(spans, app="weather-app").get_tracer("tests.otlp.logs")
     logger = log_provider(logs, "weather-app").get_logger("opentelemetry.instrumentation.openai_v2")
     genai_turn(tracer, logger, conversation, content_on_spans)
@@ -47,7 +47,7 @@ def _genai(conversation: str, content_on_spans: bool = False) -> tuple[bytes, by
 
 
 def _claude_records() -> list[Any]:
-    logs = InMemoryLogRecordExporter()
+    logs = memory_logs()
     claude_prompt(log_provider(logs, "claude-code").get_logger("com.anthropic.claude_code.events"))
     return list(logs.get_finished_logs())
 
@@ -82,8 +82,8 @@ def test_genai_log_events_fill_their_spans_turn_logs_first_or_after(poster: Otlp
     turn = models.Turn.objects.get(session_id="conv-logs-first")
     assert turn.status == "completed" and "not captured" not in turn.status_note
     assert not models.Session.objects.filter(pk=early.session_id).exists()
-    usage = models.Event.objects.get(session_id="conv-logs-first", text__startswith="It is")
-    assert usage.usage["prompt_tokens"] == 30
+    answer = models.Event.objects.get(session_id="conv-logs-first", text__startswith="It is")
+    assert (answer.usage or {})["prompt_tokens"] == 30
 
     spans, logs = _genai("conv-both", content_on_spans=True)  # SPAN_AND_EVENT: once each
     poster.post(spans)
@@ -108,11 +108,13 @@ def test_claude_code_events_make_a_turn_without_traces_json(poster: OtlpPoster) 
         ("tool", "", [], "toolu_bad"),
         ("assistant", "", [], ""),
     ]
-    first, second = models.Event.objects.filter(usage__isnull=False).order_by("id")
-    assert (first.usage["prompt_tokens"], first.usage["completion_tokens"]) == (120, 40)
-    assert first.usage["details"]["cost_usd"] == pytest.approx(0.0123)
-    assert first.usage["details"]["cached_input_tokens"] == 100
-    assert second.usage["prompt_tokens"] == 200
+    first, second = (
+        e.usage or {} for e in models.Event.objects.filter(usage__isnull=False).order_by("id")
+    )
+    assert (first["prompt_tokens"], first["completion_tokens"]) == (120, 40)
+    assert first["details"]["cost_usd"] == pytest.approx(0.0123)
+    assert first["details"]["cached_input_tokens"] == 100
+    assert second["prompt_tokens"] == 200
     ok, bad = (e.tool_response for e in models.Event.objects.filter(role="tool").order_by("id"))
     assert ok == {"tool_call_id": "toolu_ok", "name": "Bash",
                   "result": {"content_captured": False}}  # fmt: skip
@@ -157,7 +159,7 @@ def test_langfuse_path_takes_logs_with_basic_auth(poster: OtlpPoster) -> None:
 
 
 def _claude_batch(prompts: int) -> list[Any]:
-    logs = InMemoryLogRecordExporter()
+    logs = memory_logs()
     logger = log_provider(logs, "claude-code").get_logger("com.anthropic.claude_code.events")
     for number in range(prompts):
         claude_prompt(logger, f"prompt-{number}")
