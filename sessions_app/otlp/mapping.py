@@ -293,6 +293,8 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
     if not model and operation(span) != "invoke_agent":
         return drafts
     system = system_text(attrs)
+    if first_model and not system:  # a system message among the inputs (openai-v2 does)
+        system = "\n".join(m.text for m in input_messages(attrs) if m.role == "system")
     if system and first_model:
         drafts.append(Draft(f"{span.span_id}:system", span.start_at, "system", author, text=system))
     inputs = input_messages(attrs, after_last_assistant=True)

@@ -19,7 +19,7 @@ from tests.otlp.agent_logs import (
     genai_turn,
     log_provider,
 )
-from tests.otlp.agent_spans import provider
+from tests.otlp.agent_spans import APP, provider
 from tests.otlp.test_logs import _events
 from tests.test_redaction_shapes import database_text
 
@@ -29,7 +29,7 @@ def test_sdk_log_exporter_to_a_live_server() -> None:
     key = create_key("sdk-log-exporter").key
     headers = {"Authorization": f"Bearer {key}"}
     with DaphneServer() as server:
-        logs = log_provider(OTLPLogExporter(f"{server.url}/v1/logs", headers=headers), "weather")
+        logs = log_provider(OTLPLogExporter(f"{server.url}/v1/logs", headers=headers), APP)
         tracer_provider = provider(OTLPSpanExporter(f"{server.url}/v1/traces", headers=headers))
         logger = logs.get_logger("opentelemetry.instrumentation.openai_v2")
         genai_turn(tracer_provider.get_tracer("tests.otlp.live"), logger, "conv-live-logs", False)
@@ -38,6 +38,8 @@ def test_sdk_log_exporter_to_a_live_server() -> None:
         logs.shutdown()
     assert _events("conv-live-logs") == GENAI_EVENTS
     assert models.Turn.objects.get(session_id="conv-live-logs").status == "completed"
+    answer = models.Event.objects.get(session_id="conv-live-logs", text__startswith="It is")
+    assert (answer.usage or {})["prompt_tokens"] == 30  # the span's usage: every span landed
     turn = models.Turn.objects.get(session_id="cc-session")
     assert (turn.id, turn.status) == ("cc-session/prompt-1", "completed")
     assert models.Event.objects.filter(session_id="cc-session", role="tool").count() == 2
