@@ -322,6 +322,11 @@ CONTENT_SECURITY_POLICY = {
 AGENTOPS_SESSIONS_PER_PAGE = envint("AGENTOPS_SESSIONS_PER_PAGE", 50)
 AGENTOPS_TURNS_PER_PAGE = envint("AGENTOPS_TURNS_PER_PAGE", 20)
 AGENTOPS_EVENTS_PER_TURN_PAGE = envint("AGENTOPS_EVENTS_PER_TURN_PAGE", 200)
+# Next-context page: entries per page (each is a whole message with its calls and result).
+AGENTOPS_CONTEXT_ENTRIES_PER_PAGE = envint("AGENTOPS_CONTEXT_ENTRIES_PER_PAGE", 100)
+# Next-context page: a view that would read more events than this (no kept state yet, e.g.
+# right after an import) computes them in a background thread and answers at once (0: never).
+AGENTOPS_CONTEXT_BACKGROUND_EVENTS = envint("AGENTOPS_CONTEXT_BACKGROUND_EVENTS", 20_000)
 # Cost per model (sessions list, session header, triage): $ per million tokens.
 AGENTOPS_MODEL_PRICES = envprices("AGENTOPS_MODEL_PRICES")
 # Triage queue: a running turn with no new event for this long counts as stuck.

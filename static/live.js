@@ -97,8 +97,8 @@
   }
   bar.addEventListener("htmx:wsAfterMessage", function () { frameDone(liveState()); });
 
-  // Events lazily loaded by htmx may overlap those added live: keep the first.
-  document.addEventListener("htmx:afterSettle", function () {
+  // Lazily loaded events may overlap live ones: keep the first, in the swap's own task.
+  document.addEventListener("htmx:afterSwap", function () {
     var seen = {};
     document.querySelectorAll(".turn .event[id^=event-]").forEach(function (el) {
       if (seen[el.id]) el.remove();

@@ -145,7 +145,7 @@ def test_streamed_context_equals_the_whole_computation(
 def test_context_page_reads_events_a_page_at_a_time(
     operator_client: Client, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
-    settings.AGENTOPS_EVENTS_PER_TURN_PAGE = 5
+    settings.AGENTOPS_CONTEXT_ENTRIES_PER_PAGE = 5
     session = models.Session.objects.create(id="big", created_at=NOW, updated_at=NOW)
     models.Turn.objects.bulk_create(
         [

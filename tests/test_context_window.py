@@ -264,7 +264,7 @@ def _long_session(sid: str, turns: int) -> None:
 def test_a_view_costs_the_same_on_a_short_and_a_long_session(
     operator_client: Client, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
-    settings.AGENTOPS_EVENTS_PER_TURN_PAGE = 8
+    settings.AGENTOPS_CONTEXT_ENTRIES_PER_PAGE = 8
     read: list[int] = []
     original = stream.active_event_pages
 

@@ -35,6 +35,7 @@ __all__ = [
     "TurnReason",
     "TurnStatus",
     "TurnStore",
+    "failure_code_of",
     "is_valid_failure_code",
     "persisted_state",
     "validate_outcome",
@@ -48,6 +49,21 @@ FAILURE_CODE_RE = re.compile(r"[a-z0-9_.-]{1,128}")
 def is_valid_failure_code(code: str) -> bool:
     """True when `code` matches `FAILURE_CODE_RE` completely (docs/runtime.md §2)."""
     return FAILURE_CODE_RE.fullmatch(code) is not None
+
+
+# A word boundary inside a CamelCase name ("RateLimit|Error", "HTTP|Error", "Error|404").
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_OUTSIDE_FAILURE_CODE = re.compile(r"[^a-z0-9_.-]+")
+
+
+def failure_code_of(value: object, default: str = "agent_error") -> str:
+    """`value` (an exception type name such as ``openai.RateLimitError``, a vendor's error
+    code) squeezed into a failure code (docs/runtime.md §2): CamelCase words split by
+    ``_``, lower-cased, runs of other characters as ``_``, cut to 128 characters
+    (``openai.rate_limit_error``); `default` when nothing is left."""
+    words = _CAMEL_BOUNDARY.sub("_", str(value or "").strip())
+    code = _OUTSIDE_FAILURE_CODE.sub("_", words.lower()).strip("_")[:128].rstrip("_")
+    return code if is_valid_failure_code(code) else default
 
 
 class _Value(BaseModel):

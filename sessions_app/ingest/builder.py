@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sessions_app.ingest.normalise import safe_failure_code, synthetic_time
+from agentops.runtime.session import failure_code_of
+from sessions_app.ingest.normalise import synthetic_time
 from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTodo, ParsedTurn
 from sessions_app.ingest.redaction import redact_id, redact_text
 from sessions_app.models import Session
@@ -150,7 +151,7 @@ class SessionBuilder:
         current = self._current()
         if not current.failure_code:
             # Redacted before it is squeezed (lower-cased): the squeeze would hide its shape.
-            current.failure_code = safe_failure_code(redact_id(code))
+            current.failure_code = failure_code_of(redact_id(code))
             current.failure_stage = stage
             current.failure_note = note
 

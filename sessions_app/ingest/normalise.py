@@ -10,7 +10,6 @@ written is the best evidence of when its session ran); outside that, 2000-01-01T
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,10 +24,6 @@ SYNTHETIC_BASE = datetime(2000, 1, 1, tzinfo=UTC)
 _synthetic_base: ContextVar[datetime] = ContextVar("synthetic_base", default=SYNTHETIC_BASE)
 # The 1-based line `jsonl_objects` yielded last (0: none), for one-line refusals.
 _current_line: ContextVar[int] = ContextVar("current_line", default=0)
-
-# Runs of characters outside the runtime's failure-code alphabet
-# (`agentops.runtime.session.FAILURE_CODE_RE`), squeezed to "_" by `safe_failure_code`.
-_OUTSIDE_FAILURE_CODE = re.compile(r"[^a-z0-9_.-]+")
 
 
 def synthetic_time(index: int) -> datetime:
@@ -152,12 +147,6 @@ def normalise_arguments(value: Any) -> dict[str, Any]:
             return decoded
         return {"_raw": decoded}
     return {"_raw": value}
-
-
-def safe_failure_code(value: Any, default: str = "agent_error") -> str:
-    """`value` squeezed into a docs/runtime.md §2 failure code: 1-128 chars of [a-z0-9_.-]."""
-    code = _OUTSIDE_FAILURE_CODE.sub("_", str(value or "").lower()).strip("_")[:128]
-    return code or default
 
 
 def coerce_todos(value: Any) -> list[ParsedTodo]:

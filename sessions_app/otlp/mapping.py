@@ -13,13 +13,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from agentops.runtime.session import FailureStage, is_valid_failure_code
+from agentops.runtime.session import FailureStage, failure_code_of
 from sessions_app.otlp.messages import (
     EVENTS_KEY,
     Message,
@@ -346,16 +345,6 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
     return drafts
 
 
-_CODE_BAD = re.compile(r"[^a-z0-9_.-]+")
-
-
-def failure_code(value: Any) -> str:
-    """``error.type`` as a failure code: lower-cased, other characters as ``_``, cut to
-    128 (docs/runtime.md §2 grammar, `is_valid_failure_code`); else ``agent_error``."""
-    code = _CODE_BAD.sub("_", str(value or "").strip().lower()).strip("_")[:128]
-    return code if is_valid_failure_code(code) else "agent_error"
-
-
 def _stage(span: SpanLike) -> str:
     if _is_model(span):
         return FailureStage.PROVIDER.value
@@ -380,4 +369,4 @@ def turn_outcome(spans: Sequence[SpanLike]) -> Outcome | None:
     failing = [s for s in spans if s.status_code == ERROR_STATUS and s is not root]
     origin = min(failing, key=lambda s: (s.end_at, s.span_id)) if failing else root
     code = origin.attributes.get("error.type") or root.attributes.get("error.type")
-    return Outcome("failed", "agent_error", failure_code(code), _stage(origin), root.end_at)
+    return Outcome("failed", "agent_error", failure_code_of(code), _stage(origin), root.end_at)

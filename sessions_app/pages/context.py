@@ -11,9 +11,8 @@ from django.views.decorators.http import require_safe
 from sessions_app.access import get_session_for_user
 from sessions_app.live.runs import run_by_dashboard
 from sessions_app.models import Event
-from sessions_app.pages import presenters
+from sessions_app.pages import context_background, presenters
 from sessions_app.pages.context_rows import TOKENIZER, compaction_facts
-from sessions_app.pages.context_window import context_page
 from sessions_app.store import UnreadableRowError
 
 
@@ -34,13 +33,16 @@ def session_context(request: HttpRequest, session_id: str) -> HttpResponse:
     shown raw instead. Raises Http404 for a session the user may not see.
     """
     session = get_session_for_user(request, session_id)
+    page, per_page = request.GET.get("page"), settings.AGENTOPS_CONTEXT_ENTRIES_PER_PAGE
     try:
-        streamed, raw = context_page(
-            session, request.GET.get("page"), settings.AGENTOPS_EVENTS_PER_TURN_PAGE
-        )
+        computed = context_background.computed_or_started(session, page, per_page)
     except UnreadableRowError as unreadable:
         context = {"session": session, **presenters.unreadable(unreadable)}
         return render(request, "sessions/context.html", context)
+    if isinstance(computed, context_background.BackgroundPass):
+        pending = {"session": session, "job": computed}
+        return render(request, "sessions/context_pending.html", pending)
+    streamed, raw = computed
     explanation = streamed.explanation
     compaction = streamed.compaction
     error = explanation.error

@@ -37,7 +37,7 @@ from django.db import DatabaseError, transaction
 
 from agentops.runtime.model import Event, ToolCall
 from agentops.runtime.protocol import ToolProtocolIssue
-from agentops.runtime.session import TurnStatus
+from agentops.runtime.session import Turn, TurnStatus
 from sessions_app import models
 from sessions_app.pages.context_rows import mark_refused
 from sessions_app.pages.context_stream import Resume, StreamedContext, Window, stream_context
@@ -48,7 +48,7 @@ from sessions_app.store.resume import load_turns
 from sessions_app.store.rows import event_from_values, turn_from_row
 from sessions_app.store.stream import active_event_pages, live_start_id
 
-__all__ = ["context_page"]
+__all__ = ["LongPassError", "context_page"]
 
 #: Legacy turn ids a checkpoint lists; beyond, any new turn record voids it.
 MAX_LEGACY_IDS = 50
@@ -174,13 +174,50 @@ def _events(session_id: str, after: int, archived: bool = False) -> Iterator[Eve
     return (event for page in pages for event in page)
 
 
+def _stream(
+    sid: str,
+    turns: dict[str, Turn],
+    start: Resume | None,
+    live_start: int,
+    per_page: int,
+    page: str | None,
+    compaction: Event | None,
+    **options: Any,
+) -> StreamedContext:
+    """`stream_context` over session `sid`'s events, archived events and recorded
+    outcomes after `start` (None: from the first event); `options` go to it as they are."""
+    upto = start.upto if start is not None else 0
+    return stream_context(
+        turns,
+        _events(sid, upto),
+        _events(sid, upto, archived=True),
+        load_outcomes(sid, after=upto),
+        live_start=live_start,
+        per_page=per_page,
+        page=page,
+        start=start,
+        compaction=compaction,
+        pending_of=_pending(sid),
+        **options,
+    )
+
+
+class LongPassError(Exception):
+    """The view would read more events than it was allowed to (`events`, at least)."""
+
+    def __init__(self, events: int) -> None:
+        super().__init__(f"more than {events - 1} events to read")
+        self.events = events
+
+
 def context_page(
-    session: models.Session, page: str | None, per_page: int
+    session: models.Session, page: str | None, per_page: int, read_at_most: int | None = None
 ) -> tuple[StreamedContext, Any]:
     """(the context page `page` of `session` (None: the last), the stored `raw` of its
     compaction event or None), computed from the kept state on (module docstring) and
     the state kept for the next view. Raises `UnreadableRowError` for a row that is not
-    a valid event."""
+    a valid event, and `LongPassError` (after one more query, before reading any event)
+    when it would read more than `read_at_most` events."""
     sid = session.id
     live_start = live_start_id(sid) or 0
     turn_rows = models.Turn.objects.filter(session_id=sid)
@@ -189,6 +226,11 @@ def context_page(
     states = _valid_states(session, live_start)
     start = states[-1] if states else None
     upto = start.upto if start is not None else 0
+    if read_at_most is not None:
+        after = models.Event.objects.filter(session_id=sid, id__gt=upto, deleted_at__isnull=True)
+        count = after.values("id")[: read_at_most + 1].count()
+        if count > read_at_most:
+            raise LongPassError(count)
     named = models.Event.objects.filter(session_id=sid, id__gt=upto).values("turn_id")
     turns = {row.id: turn_from_row(row) for row in turn_rows.filter(pk__in=named)}
     if latest_row is not None:
@@ -210,20 +252,10 @@ def context_page(
                     legacy = None
         return True
 
-    result = stream_context(
-        turns,
-        _events(sid, upto),
-        _events(sid, upto, archived=True),
-        load_outcomes(sid, after=upto),
-        live_start=live_start,
-        per_page=per_page,
-        page=page,
-        start=start,
-        compaction=compaction,
-        checkpoint=checkpoint,
-        pending_of=_pending(sid),
-        margin=MARGIN,
-    )
+    result = _stream(
+        sid, turns, start, live_start, per_page, page, compaction,
+        checkpoint=checkpoint, margin=MARGIN,
+    )  # fmt: skip
     last_start = (result.page.paginator.num_pages - 1) * per_page
     chosen = _chosen([*states, *result.checkpoints], last_start, per_page)
     if [state.upto for state in chosen] != [state.upto for state in states]:
@@ -255,21 +287,11 @@ def _from_state(
     that stops at the end of that page (a page before the newest kept state)."""
     sid = session.id
     number = whole.page.number
-    upto = start.upto if start is not None else 0
     turns = {turn.id: turn for turn in load_turns(sid)}
-    early = stream_context(
-        turns,
-        _events(sid, upto),
-        _events(sid, upto, archived=True),
-        load_outcomes(sid, after=upto),
-        live_start=live_start,
-        per_page=per_page,
-        page=str(number),
-        start=start,
-        compaction=compaction,
-        pending_of=_pending(sid),
+    early = _stream(
+        sid, turns, start, live_start, per_page, str(number), compaction,
         stop_row=number * per_page,
-    )
+    )  # fmt: skip
     rows = dict(early.rows)
     shown = Paginator(Window(whole.page.paginator.count, rows), per_page).get_page(number)
     if whole.explanation.error is not None:

@@ -167,6 +167,23 @@ def test_openapi_document_is_derived_and_public() -> None:
     assert "Content" in document["components"]["schemas"]
 
 
+def test_openapi_document_is_derived_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ninja.main
+
+    derived: list[str] = []
+    real = ninja.main.get_schema
+
+    def counting(**kwargs: Any) -> Any:
+        derived.append(kwargs["path_prefix"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(ninja.main, "get_schema", counting)
+    first = ApiClient("").get("/openapi.json").json()
+    again = ApiClient("").get("/openapi.json").json()
+    assert first == again and first["paths"]
+    assert len(derived) <= 1  # none when an earlier test derived it already
+
+
 def test_thought_signatures_round_trip_as_base64(writer: ApiClient, session: str) -> None:
     call = {"id": "c-1", "name": "f", "arguments": {}, "thought_signature": "c2lnbg=="}
     content = {"role": "assistant", "tool_calls": [call]}

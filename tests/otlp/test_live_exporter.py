@@ -51,7 +51,7 @@ def test_sdk_exporter_to_a_live_server() -> None:
         (t.status, t.failure_code, t.failure_stage)
         for t in models.Turn.objects.filter(session_id="conv-1")
     )
-    assert statuses == [("completed", "", ""), ("failed", "openai.ratelimiterror", "provider")]
+    assert statuses == [("completed", "", ""), ("failed", "openai.rate_limit_error", "provider")]
     assert models.Event.objects.filter(session_id="conv-1", role="tool").count() == 1
     dump = database_text()
     assert SECRET_MESSAGE not in dump and STATUS_TEXT not in dump

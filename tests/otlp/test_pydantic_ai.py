@@ -101,7 +101,7 @@ def test_pydantic_ai_instrumentation_lands_as_a_session() -> None:
     assert (failed.status, failed.reason, failed.failure_code, failed.failure_stage) == (
         "failed",
         "agent_error",
-        "connectionerror",
+        "connection_error",
         "tool",
     )
     assert SECRET not in database_text()

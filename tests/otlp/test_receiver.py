@@ -74,7 +74,7 @@ def test_protobuf_conversation_lands_as_sessions_turns_and_events(poster: OtlpPo
     assert (status, reason, code, stage) == (
         "failed",
         "agent_error",
-        "openai.ratelimiterror",
+        "openai.rate_limit_error",
         "provider",
     )
     assert events == [("user", "Look up order 42", [], ""), ("assistant", "", ["call_d"], "")]

@@ -83,3 +83,26 @@ def test_provider_without_code_or_raising_is_ignored() -> None:
     group = ExceptionGroup("g", [Safe(None), Safe(TurnFailure(code="")), Broken()])
     failure = default_failure_classifier(group, FailureStage.TOOL)
     assert failure == TurnFailure(code="tool_error", message="", stage="tool")
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        ("openai.RateLimitError", "openai.rate_limit_error"),
+        ("RuntimeError", "runtime_error"),
+        ("HTTPError", "http_error"),
+        ("MALFORMED_FUNCTION_CALL", "malformed_function_call"),
+        ("ValueError: password=hunter2", "value_error_password_hunter2"),
+        ("429", "429"),
+        ("", "agent_error"),
+        (None, "agent_error"),
+        ("¿?", "agent_error"),
+        ("E" * 300, "e" * 128),
+    ],
+)
+def test_failure_code_of_gives_readable_codes_in_the_grammar(value: object, code: str) -> None:
+    """Exception type names keep their words ("Runtime error", not "Runtimeerror")."""
+    from agentops.runtime.session import failure_code_of, is_valid_failure_code
+
+    assert failure_code_of(value) == code
+    assert is_valid_failure_code(failure_code_of(value))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agentops.runtime.session import failure_code_of
 from sessions_app.ingest.redaction.core import redact_id, redact_text, redact_value
 from sessions_app.ingest.redaction.prefilter import might_hold_secret
 
@@ -76,9 +77,7 @@ def redact_parsed_session(parsed: ParsedSession) -> None:
         turn.failure_message = redact_text(turn.failure_message)
         code = redact_id(turn.failure_code)
         if code != turn.failure_code:
-            from sessions_app.ingest.normalise import safe_failure_code
-
-            turn.failure_code = safe_failure_code(code)
+            turn.failure_code = failure_code_of(code)
     for item in parsed.todos or []:
         item.content = redact_text(item.content)
         item.status = redact_text(item.status)
