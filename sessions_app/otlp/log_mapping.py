@@ -29,9 +29,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from agentops.runtime.session import failure_code_of
 from sessions_app.otlp import mapping
 from sessions_app.otlp.decode import SPAN, SpanRecord
-from sessions_app.otlp.mapping import SESSION_KEYS, Draft, Outcome, Place, failure_code
+from sessions_app.otlp.mapping import SESSION_KEYS, Draft, Outcome, Place
 from sessions_app.otlp.messages import EVENTS_KEY, LEGACY_EVENTS, arguments_object, has_content
 
 __all__ = ["LOG", "ORDER_KEY", "UNTRACED", "place", "turn_drafts", "turn_outcome", "untraced_keys"]
@@ -239,7 +240,7 @@ def _tool_drafts(
         response["result"] = {"content_captured": False}
     else:  # the error category only: `error` (the message) is never kept
         kind = attrs.get("error_type")
-        response["error"] = failure_code(kind) if kind else "tool_error"
+        response["error"] = failure_code_of(kind, "tool_error")
     drafts.append(Draft(f"{record.span_id}:result", at, "tool", author, tool_response=response))
     return drafts
 
@@ -293,6 +294,6 @@ def turn_outcome(records: Sequence[SpanRecord]) -> Outcome | None:
     requests = [r for r in logs if r.name in (CLAUDE + "api_request", CLAUDE + "api_error")]
     if requests and requests[-1].name == CLAUDE + "api_error":
         status = _number(requests[-1].attributes.get("status_code"))
-        code = failure_code(f"http_{int(status)}" if status else "api_error")
+        code = failure_code_of(f"http_{int(status)}" if status else "api_error")
         return Outcome("failed", "agent_error", code, "provider", last)
     return Outcome("completed", "", "", "", last)

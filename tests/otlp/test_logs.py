@@ -24,6 +24,7 @@ from sessions_app.otlp.writer import store_spans
 from tests.otlp.agent_logs import (
     GENAI_EVENTS,
     SECRET_ERROR,
+    _claude,
     claude_prompt,
     genai_turn,
     json_logs,
@@ -183,3 +184,19 @@ def test_queries_of_a_logs_batch_do_not_grow(django_assert_num_queries: Any) -> 
     # refresh the resume statuses and the kept page facts; in a transaction.
     with django_assert_num_queries(18):
         store_spans(_claude_batch(5)[::-1], key)
+
+
+def test_a_prompt_whose_last_request_failed_is_a_failed_turn(poster: OtlpPoster) -> None:
+    logs = memory_logs()
+    logger = log_provider(logs, "claude-code").get_logger("com.anthropic.claude_code.events")
+    _claude(logger, "prompt-err", "user_prompt", 1, prompt="Go", prompt_length=2)
+    _claude(logger, "prompt-err", "api_error", 2, model="claude-sonnet-5", status_code=529,
+            error=SECRET_ERROR, attempt=3, duration_ms=100)  # fmt: skip
+    _logs(poster, protobuf_logs(logs.get_finished_logs()))
+    turn = models.Turn.objects.get()
+    assert (turn.status, turn.failure_code, turn.failure_stage) == (
+        "failed",
+        "http_529",
+        "provider",
+    )
+    assert SECRET_ERROR not in database_text()
