@@ -1,7 +1,8 @@
 """OTLP/HTTP request bodies to `SpanRecord`s, with the official message classes.
 
-Protobuf bodies are parsed as `ExportTraceServiceRequest`; JSON bodies (the OTLP JSON
-encoding: camelCase, enum integers, trace and span ids as hex) with
+Protobuf bodies are parsed as `ExportTraceServiceRequest` (or, for ``/v1/logs``,
+`ExportLogsServiceRequest`: `otlp.logs`); JSON bodies (the OTLP JSON encoding:
+camelCase, enum integers, trace and span ids as hex) with
 `google.protobuf.json_format.Parse` on the same class, after the hex ids are turned into
 the base64 that protobuf's JSON mapping expects for bytes. Bodies may be gzip or deflate
 compressed; the decompressed size is capped (a small bomb cannot fill memory).
@@ -17,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
@@ -25,8 +26,18 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from sessions_app.otlp.messages import EVENTS_KEY
 
-__all__ = ["SPAN_FIELDS", "BadBody", "SpanRecord", "decode_request", "decompress", "spans_of"]
+__all__ = [
+    "SPAN",
+    "SPAN_FIELDS",
+    "BadBody",
+    "SpanRecord",
+    "decode_request",
+    "decompress",
+    "spans_of",
+]
 
+#: `SpanRecord.kind` of a span (log records: `otlp.logs`).
+SPAN = "span"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
@@ -47,7 +58,7 @@ class SpanRecord:
     hex, times aware UTC, `attributes` the span's plus its resource's under
     ``resource.``; of its events only the GenAI ones (under `messages.EVENTS_KEY`)
     and an exception event's ``exception.type`` (as ``error.type`` when the span has
-    none) are kept."""
+    none) are kept. `kind`: a span, or a log record kept as one (`otlp.logs`)."""
 
     trace_id: str
     span_id: str
@@ -57,6 +68,7 @@ class SpanRecord:
     end_at: datetime
     status_code: int
     attributes: dict[str, Any] = field(default_factory=dict)
+    kind: str = SPAN
 
 
 #: The fields of a `SpanRecord`, in order: also columns of the kept span (`OtlpSpan`).
@@ -96,16 +108,23 @@ def _hex_to_base64(value: Any, size: int, where: str) -> Any:
     return base64.b64encode(raw).decode()
 
 
-def _ids_to_base64(document: Any) -> None:
-    for resource in _list(document, "resourceSpans"):
-        for scope in _list(resource, "scopeSpans"):
-            for span in _list(scope, "spans"):
-                if not isinstance(span, dict):
+#: Where a JSON body keeps its records, and their id fields with their sizes in bytes.
+_SPAN_IDS = ("resourceSpans", "scopeSpans", "spans",
+             (("traceId", 16), ("spanId", 8), ("parentSpanId", 8)))  # fmt: skip
+LOG_IDS = ("resourceLogs", "scopeLogs", "logRecords", (("traceId", 16), ("spanId", 8)))
+
+
+def _ids_to_base64(document: Any, layout: tuple[Any, ...] = _SPAN_IDS) -> None:
+    outer, middle, inner, ids = layout
+    for resource in _list(document, outer):
+        for scope in _list(resource, middle):
+            for record in _list(scope, inner):
+                if not isinstance(record, dict):
                     continue
-                for key, size in (("traceId", 16), ("spanId", 8), ("parentSpanId", 8)):
-                    if key in span:
-                        span[key] = _hex_to_base64(span[key], size, key)
-                for link in _list(span, "links"):
+                for key, size in ids:
+                    if key in record:
+                        record[key] = _hex_to_base64(record[key], size, key)
+                for link in _list(record, "links"):
                     if isinstance(link, dict):
                         for key, size in (("traceId", 16), ("spanId", 8)):
                             if key in link:
@@ -117,16 +136,24 @@ def _list(value: Any, key: str) -> list[Any]:
     return found if isinstance(found, list) else []
 
 
-def decode_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
-    """The request message of a (decompressed) body; BadBody 415 for a content type that
-    is neither protobuf nor JSON, 400 for one that does not parse."""
+def decode_request(
+    body: bytes,
+    content_type: str,
+    request: Message | None = None,
+    layout: tuple[Any, ...] = _SPAN_IDS,
+) -> Any:
+    """The request message of a (decompressed) body, parsed into `request` (default a
+    new `ExportTraceServiceRequest`; `layout` says where its JSON keeps hex ids); BadBody
+    415 for a content type that is neither protobuf nor JSON, 400 for one that does not
+    parse."""
     kind = content_type.split(";")[0].strip().lower()
-    request = ExportTraceServiceRequest()
+    request = request if request is not None else ExportTraceServiceRequest()
+    name = type(request).__name__
     if kind == PROTOBUF:
         try:
             request.ParseFromString(body)
         except (DecodeError, RuntimeError, ValueError) as exc:
-            raise BadBody(400, f"the body is not an ExportTraceServiceRequest: {exc}") from None
+            raise BadBody(400, f"the body is not an {name}: {exc}") from None
         return request
     if kind != JSON:
         raise BadBody(415, f"Content-Type {kind[:60]!r} is not {PROTOBUF} or {JSON}")
@@ -136,12 +163,12 @@ def decode_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
         raise BadBody(400, "the body is not JSON") from None
     if not isinstance(document, dict):
         raise BadBody(400, "the JSON body is not an object")
-    _ids_to_base64(document)
+    _ids_to_base64(document, layout)
     try:
         json_format.ParseDict(document, request, ignore_unknown_fields=True)
     except (json_format.ParseError, RecursionError, ValueError, TypeError) as exc:
         reason = str(exc).splitlines()[0][:200] if str(exc) else "invalid"
-        raise BadBody(400, f"the JSON is not an ExportTraceServiceRequest: {reason}") from None
+        raise BadBody(400, f"the JSON is not an {name}: {reason}") from None
     return request
 
 
@@ -179,7 +206,7 @@ def attributes_of(pairs: Any) -> dict[str, Any]:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _time(nanos: int) -> datetime:
+def time_of(nanos: int) -> datetime:
     """Nanoseconds since the epoch as an aware UTC datetime, cut to the microsecond
     (exactly: no float rounding)."""
     try:
@@ -234,8 +261,8 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]
                     attributes["error.type"] = kind
                 if genai := _genai_events(span):
                     attributes[EVENTS_KEY] = genai
-                start = _time(span.start_time_unix_nano)
-                end = _time(span.end_time_unix_nano or span.start_time_unix_nano)
+                start = time_of(span.start_time_unix_nano)
+                end = time_of(span.end_time_unix_nano or span.start_time_unix_nano)
                 records.append(
                     SpanRecord(
                         trace_id=span.trace_id.hex(),

@@ -24,7 +24,8 @@ from sessions_app import models
 from sessions_app.ingest.writer import insert_rows
 from sessions_app.live.payloads import EVENT_FIELDS
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
-from sessions_app.otlp.mapping import Draft, Outcome, Place, place, turn_drafts, turn_outcome
+from sessions_app.otlp.log_mapping import place, turn_drafts, turn_outcome
+from sessions_app.otlp.mapping import Draft, Outcome, Place
 from sessions_app.otlp.models import OtlpSpan
 from sessions_app.otlp.watched import event_payloads, new_values, stored_values
 from sessions_app.projector import load_outcomes
@@ -80,9 +81,9 @@ def plan_trace(
     ids: Any,
     note: str,
 ) -> Plan:
-    """The plan of a trace from all its spans (`previous`: see `Plan`); `ids(place,
-    trace_id)` names its session and turn, `note` is the turn's status note (content
-    capture is added here)."""
+    """The plan of a trace from all its spans and log records (`log_mapping`;
+    `previous`: see `Plan`); `ids(place, trace_id)` names its session and turn, `note`
+    is the turn's status note (content capture is added here)."""
     spans.sort(key=lambda s: (s.start_at, s.span_id))
     where = place(spans)
     session_id, turn_id = ids(where, trace_id)

@@ -292,6 +292,8 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
     if not model and operation(span) != "invoke_agent":
         return drafts
     system = system_text(attrs)
+    if first_model and not system:  # a system message among the inputs (openai-v2 does)
+        system = "\n".join(m.text for m in input_messages(attrs) if m.role == "system")
     if system and first_model:
         drafts.append(Draft(f"{span.span_id}:system", span.start_at, "system", author, text=system))
     inputs = input_messages(attrs, after_last_assistant=True)
@@ -303,9 +305,12 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
     return drafts + outputs
 
 
-def turn_drafts(spans: Sequence[SpanLike]) -> list[Draft]:
-    """The events of a turn made of `spans`, in time order, each once."""
-    candidates: list[tuple[datetime, datetime, int, Draft]] = []
+def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[Draft]:
+    """The events of a turn made of `spans` (and the `extra` drafts of its log records,
+    `log_mapping`), in time order, each once."""
+    candidates: list[tuple[datetime, datetime, int, Draft]] = [
+        (d.at, d.at, n, d) for n, d in enumerate(extra)
+    ]
     first_model = True
     for span in sorted(spans, key=lambda s: (s.start_at, s.span_id)):
         model = _is_model(span)
@@ -326,12 +331,14 @@ def turn_drafts(spans: Sequence[SpanLike]) -> list[Draft]:
             seen_results.add(call_id)
             drafts.append(draft)
             continue
+        # An event of usage alone (a model request whose text was not sent) is kept.
+        usage_alone = not draft.text and not draft.tool_calls and draft.usage is not None
         draft.tool_calls = [c for c in draft.tool_calls if c["id"] not in seen_calls]
         seen_calls.update(c["id"] for c in draft.tool_calls)
         signature = (draft.role, draft.text)
         if draft.text and signature in seen_text and not draft.tool_calls:
             continue
-        if not draft.text and not draft.tool_calls:
+        if not draft.text and not draft.tool_calls and not usage_alone:
             continue
         seen_text.add(signature)
         drafts.append(draft)

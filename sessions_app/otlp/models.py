@@ -1,4 +1,4 @@
-"""The spans the OTLP receiver kept (docs/otlp.md): `OtlpSpan`.
+"""The spans and log records the OTLP receiver kept (docs/otlp.md): `OtlpSpan`.
 
 Imported by `sessions_app.models` so Django registers it with the app (migration
 `0009_otlp_span`). A trace's turn is rebuilt from its kept spans whenever a batch brings
@@ -12,7 +12,13 @@ from django.db import models
 
 
 class OtlpSpan(models.Model):
-    """One span received over OTLP, stored once per (trace_id, span_id).
+    """One span, or one log record (`kind`), received over OTLP, stored once per
+    (trace_id, span_id).
+
+    A log record is kept in the trace it names, under `span_id` a digest of the record
+    (so a re-sent record is kept once) and `parent_span_id` the span it names; a record
+    without trace context in a trace id derived from its session and turn
+    (`otlp.logs`).
 
     `attributes` are the span's attributes (resource attributes under ``resource.``)
     redacted like imports, without exception details or status descriptions: those are
@@ -32,6 +38,8 @@ class OtlpSpan(models.Model):
     status_code = models.PositiveSmallIntegerField(default=0)
     attributes = models.JSONField(default=dict, blank=True)
     received_at = models.DateTimeField()
+    #: "span", "log" (a log record naming a trace) or "untraced log" (one without).
+    kind = models.CharField(max_length=16, default="span")
 
     class Meta:
         constraints = [

@@ -1,17 +1,19 @@
 """URLs of the OTLP receiver (included at the top level by agentops/urls.py): the OTLP
-path and the Langfuse-compatible one. Exempt from the sign-in redirect: the receiver
-answers 401 itself."""
+paths of traces and logs and the Langfuse-compatible ones. Exempt from the sign-in
+redirect: the receiver answers 401 itself."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 
-from sessions_app.otlp.views import receive_traces
+from sessions_app.otlp.views import receive_logs, receive_traces
 
 app_name = "otlp"
 
 urlpatterns = [
     path("v1/traces", login_not_required(receive_traces), name="traces"),
     path("api/public/otel/v1/traces", login_not_required(receive_traces), name="langfuse_traces"),
+    path("v1/logs", login_not_required(receive_logs), name="logs"),
+    path("api/public/otel/v1/logs", login_not_required(receive_logs), name="langfuse_logs"),
 ]

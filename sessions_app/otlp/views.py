@@ -1,8 +1,10 @@
-"""``POST /v1/traces`` and ``POST /api/public/otel/v1/traces``: the OTLP/HTTP receiver.
+"""``POST /v1/traces`` and ``/v1/logs`` (and the same under ``/api/public/otel``): the
+OTLP/HTTP receiver.
 
 Answers follow the OTLP/HTTP specification (docs/otlp.md): 200 with an
-`ExportTraceServiceResponse` in the request's encoding (protobuf or JSON), carrying
-`partial_success` {rejected_spans, error_message} when some spans were refused; every
+`ExportTraceServiceResponse` (`ExportLogsServiceResponse` for logs) in the request's
+encoding (protobuf or JSON), carrying `partial_success` {rejected_spans |
+rejected_log_records, error_message} when some were refused; every
 4xx/5xx carries a `google.rpc.Status` {code, message} in the request's encoding: 400
 malformed, 401 no or bad key, 403 read-only key, 413 too large, 415 unknown content
 type or encoding, 429 over the key's rate (Retry-After), 503 when the database is busy
@@ -15,16 +17,19 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
@@ -32,11 +37,20 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from sessions_app.api.keys import find_key
 from sessions_app.api.models import ApiKey
 from sessions_app.api.problems import problem_response
-from sessions_app.otlp.decode import JSON, PROTOBUF, BadBody, decode_request, decompress, spans_of
+from sessions_app.otlp.decode import (
+    JSON,
+    PROTOBUF,
+    BadBody,
+    SpanRecord,
+    decode_request,
+    decompress,
+    spans_of,
+)
 from sessions_app.otlp.limits import take
+from sessions_app.otlp.logs import decode_logs, log_records_of
 from sessions_app.otlp.writer import receive
 
-__all__ = ["receive_traces"]
+__all__ = ["receive_logs", "receive_traces"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,10 +109,53 @@ def _token(request: HttpRequest) -> str:
     return ""
 
 
+def _traces(body: bytes, content_type: str) -> tuple[list[SpanRecord], int]:
+    return spans_of(decode_request(body, content_type))
+
+
+def _traces_answer(rejected: int, reason: str) -> Message:
+    answer = ExportTraceServiceResponse()
+    if rejected:
+        answer.partial_success.rejected_spans = rejected
+        answer.partial_success.error_message = reason
+    return answer
+
+
+def _logs(body: bytes, content_type: str) -> tuple[list[SpanRecord], int]:
+    return log_records_of(decode_logs(body, content_type), timezone.now())
+
+
+def _logs_answer(rejected: int, reason: str) -> Message:
+    answer = ExportLogsServiceResponse()
+    if rejected:
+        answer.partial_success.rejected_log_records = rejected
+        answer.partial_success.error_message = reason
+    return answer
+
+
 @csrf_exempt
 @require_POST
 async def receive_traces(request: HttpRequest) -> HttpResponse:
     """Receive one OTLP/HTTP export of spans (see the module docstring)."""
+    return await _receive(request, _traces, _traces_answer, "spans")
+
+
+@csrf_exempt
+@require_POST
+async def receive_logs(request: HttpRequest) -> HttpResponse:
+    """Receive one OTLP/HTTP export of log records (`otlp.logs`; see the module
+    docstring): the same keys, limits and answers as spans."""
+    return await _receive(request, _logs, _logs_answer, "log records")
+
+
+async def _receive(
+    request: HttpRequest,
+    records_of: Callable[[bytes, str], tuple[list[SpanRecord], int]],
+    answer_of: Callable[[int, str], Message],
+    noun: str,
+) -> HttpResponse:
+    """Authenticate, limit, decode (`records_of`: the records and how many were
+    unusable), store and answer (`answer_of(rejected, reason)`) one export."""
     token = _token(request)
     key: ApiKey | None = await sync_to_async(find_key)(token) if token else None
     if key is None:
@@ -116,24 +173,19 @@ async def receive_traces(request: HttpRequest) -> HttpResponse:
             request.headers.get("Content-Encoding", ""),
             limit * settings.AGENTOPS_OTLP_INFLATE_FACTOR,
         )
-        records, bad = spans_of(decode_request(body, request.content_type or ""))
+        records, bad = records_of(body, request.content_type or "")
     except BadBody as refused:
         return refusal(request, refused.status, refused.reason)
     wait = take(key.pk, len(records))
     if wait:
         return refusal(
-            request, 429, f"key {key.prefix} is over its rate of spans", retry_after=wait
+            request, 429, f"key {key.prefix} is over its rate of {noun}", retry_after=wait
         )
     try:
         done = await receive(records, key)
     except OperationalError:
         logger.warning("OTLP batch not stored: the database is busy", exc_info=True)
         return refusal(request, 503, "the database is busy; retry", retry_after=1)
-    answer = ExportTraceServiceResponse()
     rejected = done.rejected + bad
-    if rejected:
-        answer.partial_success.rejected_spans = rejected
-        answer.partial_success.error_message = (
-            done.reason or f"{bad} spans have ids of the wrong length"
-        )
-    return _encoded(request, answer, 200)
+    reason = done.reason or f"{bad} {noun} have ids of the wrong length"
+    return _encoded(request, answer_of(rejected, reason), 200)

@@ -1,0 +1,202 @@
+"""``POST /v1/logs``: GenAI log events join their spans' turns (logs before or after the
+spans), Claude Code's events make a session with turns on their own, re-sent batches are
+stored once, bad requests write nothing (docs/otlp.md, "Logs")."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from google.protobuf import json_format
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from sessions_app import models
+from sessions_app.api.keys import create_key
+from sessions_app.otlp.logs import decode_logs, log_records_of
+from sessions_app.otlp.models import OtlpSpan
+from sessions_app.otlp.writer import store_spans
+from tests.otlp.agent_logs import (
+    GENAI_EVENTS,
+    SECRET_ERROR,
+    _claude,
+    claude_prompt,
+    genai_turn,
+    json_logs,
+    log_provider,
+    memory_logs,
+    protobuf_logs,
+)
+from tests.otlp.agent_spans import protobuf_body, provider
+from tests.otlp.conftest import OtlpPoster
+from tests.otlp.test_receiver import landed
+from tests.test_redaction_shapes import database_text
+
+
+def _genai(conversation: str, content_on_spans: bool = False) -> tuple[bytes, bytes]:
+    """The spans body and the logs body of `genai_turn`."""
+    spans, logs = InMemorySpanExporter(), memory_logs()
+    tracer = provider(spans, app="weather-app").get_tracer("tests.otlp.logs")
+    logger = log_provider(logs, "weather-app").get_logger("opentelemetry.instrumentation.openai_v2")
+    genai_turn(tracer, logger, conversation, content_on_spans)
+    return protobuf_body(spans.get_finished_spans()), protobuf_logs(logs.get_finished_logs())
+
+
+def _claude_records() -> list[Any]:
+    logs = memory_logs()
+    claude_prompt(log_provider(logs, "claude-code").get_logger("com.anthropic.claude_code.events"))
+    return list(logs.get_finished_logs())
+
+
+def _events(session_id: str) -> list[tuple[Any, ...]]:
+    (found,) = [s for s in landed() if s[0] == session_id]
+    ((*_, events),) = found[3]
+    return list(events)
+
+
+def _logs(poster: OtlpPoster, body: bytes, **kwargs: Any) -> ExportLogsServiceResponse:
+    response = poster.post(body, path="/v1/logs", **kwargs)
+    assert response.status_code == 200, response.content
+    if response["Content-Type"] == "application/json":
+        return json_format.Parse(response.content, ExportLogsServiceResponse())
+    return ExportLogsServiceResponse.FromString(response.content)
+
+
+def test_genai_log_events_fill_their_spans_turn_logs_first_or_after(poster: OtlpPoster) -> None:
+    spans, logs = _genai("conv-logs-after")
+    assert poster.post(spans).status_code == 200
+    assert models.Event.objects.filter(session_id="conv-logs-after").count() == 0
+    assert _logs(poster, logs).partial_success.rejected_log_records == 0
+    assert _events("conv-logs-after") == GENAI_EVENTS
+
+    spans, logs = _genai("conv-logs-first")
+    _logs(poster, logs)
+    (early,) = models.Turn.objects.exclude(session_id="conv-logs-after")
+    assert early.status == "running" and early.session_id.startswith("otlp-")
+    assert poster.post(spans).status_code == 200
+    assert _events("conv-logs-first") == GENAI_EVENTS
+    turn = models.Turn.objects.get(session_id="conv-logs-first")
+    assert turn.status == "completed" and "not captured" not in turn.status_note
+    assert not models.Session.objects.filter(pk=early.session_id).exists()
+    answer = models.Event.objects.get(session_id="conv-logs-first", text__startswith="It is")
+    assert (answer.usage or {})["prompt_tokens"] == 30
+
+    spans, logs = _genai("conv-both", content_on_spans=True)  # SPAN_AND_EVENT: once each
+    poster.post(spans)
+    _logs(poster, logs)
+    assert _events("conv-both") == GENAI_EVENTS
+
+
+def test_claude_code_events_make_a_turn_without_traces_json(poster: OtlpPoster) -> None:
+    answer = _logs(poster, json_logs(_claude_records()), content_type="application/json")
+    assert answer.partial_success.rejected_log_records == 0
+    session = models.Session.objects.get()
+    assert (session.id, session.app_name, session.user_id) == ("cc-session", "claude-code", "dev-1")
+    assert session.model == "claude-sonnet-5"
+    turn = models.Turn.objects.get()
+    assert (turn.id, turn.status) == ("cc-session/prompt-1", "completed")
+    assert _events("cc-session") == [
+        ("user", "List the files", [], ""),
+        ("assistant", "", [], ""),
+        ("assistant", "", ["toolu_ok"], ""),
+        ("tool", "", [], "toolu_ok"),
+        ("assistant", "", ["toolu_bad"], ""),
+        ("tool", "", [], "toolu_bad"),
+        ("assistant", "", [], ""),
+    ]
+    first, second = (
+        e.usage or {} for e in models.Event.objects.filter(usage__isnull=False).order_by("id")
+    )
+    assert (first["prompt_tokens"], first["completion_tokens"]) == (120, 40)
+    assert first["details"]["cost_usd"] == pytest.approx(0.0123)
+    assert first["details"]["cached_input_tokens"] == 100
+    assert second["prompt_tokens"] == 200
+    ok, bad = (e.tool_response for e in models.Event.objects.filter(role="tool").order_by("id"))
+    assert ok == {"tool_call_id": "toolu_ok", "name": "Bash",
+                  "result": {"content_captured": False}}  # fmt: skip
+    assert bad == {"tool_call_id": "toolu_bad", "name": "Read", "error": "error_enoent"}
+    call = models.Event.objects.get(tool_calls__0__id="toolu_ok")
+    assert call.tool_calls[0]["arguments"] == {"command": "ls"}
+    assert SECRET_ERROR not in database_text()
+
+
+def test_a_resent_logs_batch_is_stored_once(poster: OtlpPoster) -> None:
+    body = protobuf_logs(_claude_records())
+    _logs(poster, body)
+    stored = (OtlpSpan.objects.count(), landed())
+    _logs(poster, body)
+    _logs(poster, body, gzipped=True)
+    assert (OtlpSpan.objects.count(), landed()) == stored
+    assert models.Event.objects.count() == 7
+
+
+def test_bad_logs_requests_write_nothing(poster: OtlpPoster, reader: OtlpPoster) -> None:
+    body = protobuf_logs(_claude_records())
+    garbage = poster.post(b"\xff\xff not protobuf", path="/v1/logs")
+    assert garbage.status_code == 400
+    document = json.loads(json_logs(_claude_records()))
+    document["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["traceId"] = "zz"
+    bad_id = poster.post(json.dumps(document).encode(), "application/json", path="/v1/logs")
+    assert bad_id.status_code == 400 and "traceId" in bad_id.json()["message"]
+    assert OtlpPoster("").post(body, path="/v1/logs").status_code == 401
+    assert reader.post(body, path="/v1/logs").status_code == 403
+    assert OtlpSpan.objects.count() == 0 and models.Session.objects.count() == 0
+
+
+def test_langfuse_path_takes_logs_with_basic_auth(poster: OtlpPoster) -> None:
+    basic = base64.b64encode(f"pk-lf:{poster.key}".encode()).decode()
+    response = poster.post(
+        protobuf_logs(_claude_records()),
+        path="/api/public/otel/v1/logs",
+        Authorization=f"Basic {basic}",
+    )
+    assert response.status_code == 200
+    assert models.Turn.objects.get().id == "cc-session/prompt-1"
+
+
+def _claude_batch(prompts: int) -> list[Any]:
+    logs = memory_logs()
+    logger = log_provider(logs, "claude-code").get_logger("com.anthropic.claude_code.events")
+    for number in range(prompts):
+        claude_prompt(logger, f"prompt-{number}")
+    body = protobuf_logs(logs.get_finished_logs())
+    records, bad = log_records_of(decode_logs(body, "application/x-protobuf"), timezone.now())
+    assert bad == 0 and len(records) == 5 * prompts
+    return records
+
+
+@pytest.mark.django_db
+def test_queries_of_a_logs_batch_do_not_grow(django_assert_num_queries: Any) -> None:
+    key = create_key("log-queries").row
+    small, large = _claude_batch(2), _claude_batch(12)
+    with CaptureQueriesContext(connection) as few:
+        store_spans(small, key)
+    with CaptureQueriesContext(connection) as many:
+        store_spans(large, key)
+    assert len(few) == len(many)
+    # As a batch of spans (test_queries): read the kept records, sessions and turns;
+    # write records, turns and events in bulk (the session is there already: no INSERT);
+    # refresh the resume statuses and the kept page facts; in a transaction.
+    with django_assert_num_queries(18):
+        store_spans(_claude_batch(5)[::-1], key)
+
+
+def test_a_prompt_whose_last_request_failed_is_a_failed_turn(poster: OtlpPoster) -> None:
+    logs = memory_logs()
+    logger = log_provider(logs, "claude-code").get_logger("com.anthropic.claude_code.events")
+    _claude(logger, "prompt-err", "user_prompt", 1, prompt="Go", prompt_length=2)
+    _claude(logger, "prompt-err", "api_error", 2, model="claude-sonnet-5", status_code=529,
+            error=SECRET_ERROR, attempt=3, duration_ms=100)  # fmt: skip
+    _logs(poster, protobuf_logs(logs.get_finished_logs()))
+    turn = models.Turn.objects.get()
+    assert (turn.status, turn.failure_code, turn.failure_stage) == (
+        "failed",
+        "http_529",
+        "provider",
+    )
+    assert SECRET_ERROR not in database_text()
