@@ -94,3 +94,13 @@ def test_a_short_read_is_computed_in_the_request(operator_client: Client, settin
     settings.AGENTOPS_CONTEXT_BACKGROUND_EVENTS = 100
     make_session("s-long", turns=6, events_per_turn=4)
     assert 'class="projection"' in _page(operator_client)
+
+
+def test_a_read_that_stays_long_after_a_pass_is_computed_in_the_request(
+    operator_client: Client, long_session: None, settings: Any
+) -> None:
+    settings.AGENTOPS_CONTEXT_BACKGROUND_EVENTS = 1  # the kept state leaves a page to read
+    assert 'id="context-pending"' in _page(operator_client)
+    assert context_background.wait_for("s-long")
+    assert 'class="projection"' in _page(operator_client)
+    assert 'class="projection"' in _page(operator_client)
