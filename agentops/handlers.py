@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from csp.middleware import CSPMiddleware
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.db import connections
@@ -37,7 +38,6 @@ from django.http import HttpRequest, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
-from csp.middleware import CSPMiddleware
 
 __all__ = [
     "Lanes",

@@ -187,6 +187,11 @@ AGENTOPS_MACHINE_THREADS = envint("AGENTOPS_MACHINE_THREADS", 4)
 if AGENTOPS_MACHINE_THREADS < 1:
     raise ImproperlyConfigured("AGENTOPS_MACHINE_THREADS must be at least 1")
 
+# A server process (agentops/asgi.py) freezes what it loaded at start-up out of the
+# garbage collector's sight and collects its first generation after this many new
+# objects (0: Python's default, 700): fewer, shorter collections under load.
+AGENTOPS_GC_THRESHOLD = envint("AGENTOPS_GC_THRESHOLD", 50_000)
+
 # Sign-in rate limiting (django-axes): after AXES_FAILURE_LIMIT failed attempts for one
 # username from one address, that pair is locked out for AXES_COOLOFF_MINUTES.
 AUTHENTICATION_BACKENDS = [

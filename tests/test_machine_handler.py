@@ -74,7 +74,7 @@ async def test_api_answers_carry_the_security_headers_and_no_session_middleware(
 async def test_refusals_are_the_api_ones(machine: Any, settings: Any) -> None:
     settings.AGENTOPS_API_MAX_BODY_BYTES = 100
     big = [(b"content-type", b"application/json"), (b"content-length", b"5000")]
-    status, headers, body = await _call("/api/v1/sessions", "POST", b"{}" * 2500, big)
+    status, headers, _body = await _call("/api/v1/sessions", "POST", b"{}" * 2500, big)
     assert status == 413 and headers["content-type"] == "application/problem+json"
     status, headers, _ = await _call("/api/v1/sessions/x%00y")
     assert status == 400

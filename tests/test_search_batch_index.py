@@ -5,7 +5,7 @@ trigger stands aside meanwhile, on PostgreSQL the database's own index keeps up.
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app.api.keys import create_key
@@ -37,8 +37,10 @@ def test_a_bulk_insert_of_events_is_found_and_leaves_no_marker() -> None:
             cursor.execute(f"SELECT count(*) FROM {DEFERRED_TABLE}")
             assert cursor.fetchone() == (0,)
             # Each row indexed once: the trigger stood aside.
-            cursor.execute("SELECT count(*) FROM sessions_app_event_fts WHERE rowid IN "
-                           "(SELECT id FROM sessions_app_event WHERE text LIKE 'zebra%')")  # fmt: skip
+            cursor.execute(
+                "SELECT count(*) FROM sessions_app_event_fts WHERE rowid IN "
+                "(SELECT id FROM sessions_app_event WHERE text LIKE 'zebra%')"
+            )
             assert cursor.fetchone() == (5,)
 
 
@@ -57,7 +59,7 @@ def test_rows_inserted_one_by_one_meanwhile_are_indexed_once_at_the_end() -> Non
 def test_a_failed_batch_leaves_neither_rows_nor_index_nor_marker() -> None:
     session = make_session("s-fail", text="nothing")
     now = timezone.now()
-    with pytest.raises(RuntimeError), indexed_in_one_statement():
+    with pytest.raises(RuntimeError), transaction.atomic(), indexed_in_one_statement():
         Event.objects.create(session=session, role="user", text="narwhal", created_at=now,
                              updated_at=now)  # fmt: skip
         raise RuntimeError("the batch fails")
