@@ -1,5 +1,9 @@
 """ASGI entry point: HTTP through Django, websockets through Channels.
 
+HTTP requests of the machine endpoints (the API and the OTLP receiver) go to their own
+Django handler with a lean middleware chain and long-lived threads, every other request
+to Django's usual one (`agentops.handlers`).
+
 Websockets (``ws/sessions/<id>/``, `sessions_app.live.consumer`) pass the origin check
 (scheme, host and port against AGENTOPS_ALLOWED_ORIGINS, `agentops.origins`) and Django's
 session authentication. With
@@ -15,11 +19,17 @@ from __future__ import annotations
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentops.settings")
 # Django must be set up before anything imports models (channels routing does).
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
+
+from agentops.handlers import MachineHandler, WebHandler, route_http  # noqa: E402
+
+# The machine endpoints (/api/, /v1/) by their own lean handler, pages by Django's chain.
+machine_handler = MachineHandler()
+django_asgi_app = route_http(WebHandler(), machine_handler)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -52,3 +62,14 @@ if settings.AGENTOPS_WATCH_PATHS:
     from sessions_app.ingest.tail_store import start_with as watch_with
 
     application = watch_with(application)
+
+# A server process allocates many short-lived objects per request (an OTLP batch of 512
+# spans: tens of thousands); what Django and the app loaded at start-up never becomes
+# garbage. Frozen out of the collector's sight, with a larger first-generation threshold
+# (AGENTOPS_GC_THRESHOLD; 0: Python's default), the collector runs less often and scans
+# less each time.
+if settings.AGENTOPS_GC_THRESHOLD:
+    import gc
+
+    gc.freeze()
+    gc.set_threshold(settings.AGENTOPS_GC_THRESHOLD, *gc.get_threshold()[1:])

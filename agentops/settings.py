@@ -167,6 +167,31 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
+# The machine endpoints (the HTTP API, the OTLP receiver: programs with an API key, no
+# browser session) are served by their own handler with this shorter chain, every hook of
+# it on the event loop (agentops/handlers.py): the same security headers, Content-Security-
+# Policy, body limit, problem+json answers, input checks and database-busy 503 as pages.
+MACHINE_PATH_PREFIXES = ("/api/", "/v1/")
+MACHINE_MIDDLEWARE = [
+    "agentops.handlers.Security",
+    "sessions_app.api.middleware.api_body_limit",
+    "agentops.handlers.ContentSecurityPolicy",
+    "agentops.middleware.reject_unusable_input",
+    "agentops.handlers.Common",
+    "agentops.handlers.FrameOptions",
+    "agentops.db_busy.DatabaseBusyMiddleware",
+]
+# Long-lived threads serving machine requests' database work, one request at a time each;
+# each keeps its database connection for CONN_MAX_AGE seconds (agentops/handlers.py).
+AGENTOPS_MACHINE_THREADS = envint("AGENTOPS_MACHINE_THREADS", 4)
+if AGENTOPS_MACHINE_THREADS < 1:
+    raise ImproperlyConfigured("AGENTOPS_MACHINE_THREADS must be at least 1")
+
+# A server process (agentops/asgi.py) freezes what it loaded at start-up out of the
+# garbage collector's sight and collects its first generation after this many new
+# objects (0: Python's default, 700): fewer, shorter collections under load.
+AGENTOPS_GC_THRESHOLD = envint("AGENTOPS_GC_THRESHOLD", 50_000)
+
 # Sign-in rate limiting (django-axes): after AXES_FAILURE_LIMIT failed attempts for one
 # username from one address, that pair is locked out for AXES_COOLOFF_MINUTES.
 AUTHENTICATION_BACKENDS = [
@@ -202,7 +227,14 @@ WSGI_APPLICATION = None
 
 # Database: DATABASE_URL (postgres://..., sqlite:///...), default an SQLite file.
 DATABASE_URL = envstr("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
-_database = dj_database_url.parse(DATABASE_URL, conn_max_age=0)
+# A connection is kept this many seconds (0: closed after each request; only the machine
+# endpoints' long-lived threads keep one, agentops/handlers.py) and, with
+# CONN_HEALTH_CHECKS, checked before it is reused.
+_database = dj_database_url.parse(
+    DATABASE_URL,
+    conn_max_age=envint("CONN_MAX_AGE", 300),
+    conn_health_checks=envbool("CONN_HEALTH_CHECKS", True),
+)
 if _database["ENGINE"] == "django.db.backends.sqlite3":
     _database.setdefault("OPTIONS", {})
     # WAL lets readers (the dashboard) and one writer (a run or an import) overlap;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any, cast
@@ -18,6 +19,7 @@ from sessions_app.ingest.model_name import model_named
 from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTurn
 from sessions_app.ingest.redaction import redact_path
 from sessions_app.models import Event, Session, Turn
+from sessions_app.search.batch_index import indexed_in_one_statement
 from sessions_app.signals import parsed_session_written
 from sessions_app.store import (
     EVENT_INSERT_COLUMNS,
@@ -110,6 +112,8 @@ class PreparedRows:
 
     sql: str
     params: list[list[Any]]
+    #: Rows of `Event`: a batch of them is indexed for search in one statement.
+    events: bool = False
 
 
 def prepare_rows(
@@ -159,14 +163,15 @@ def prepare_rows(
         for index, convert in converters:
             values[index] = convert(values[index])
         params.append(values)
-    return PreparedRows(sql, params)
+    return PreparedRows(sql, params, events=model is Event)
 
 
 def execute_rows(prepared: PreparedRows) -> int:
     """Run a `prepare_rows` INSERT with `executemany` on the caller's connection and
     transaction; returns the number of rows. No signals are sent, no validation done."""
     params = prepared.params
-    with connection.cursor() as cursor:
+    batch = prepared.events and len(params) > 1
+    with indexed_in_one_statement() if batch else nullcontext(), connection.cursor() as cursor:
         for start in range(0, len(params), BATCH_SIZE * 10):
             cursor.executemany(prepared.sql, params[start : start + BATCH_SIZE * 10])
     return len(params)

@@ -6,7 +6,9 @@ Only active events count (neither soft-deleted nor archived).
 
 - SQLite: the FTS5 table `sessions_app_event_fts` (rowid = event id), filled by triggers
   on `sessions_app_event`, so every write path (ORM, the store's append path, the
-  importer's bulk INSERT, deletes and cascades) keeps it current.
+  importer's bulk INSERT, deletes and cascades) keeps it current; a bulk INSERT of many
+  events indexes them with one statement instead of the per-row trigger
+  (`batch_index`).
 - PostgreSQL: a GIN index on `to_tsvector('simple', EVENT_DOCUMENT_SQL)`; the query
   repeats the same expression so the planner can use the index.
 
