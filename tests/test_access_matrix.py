@@ -69,6 +69,8 @@ MATRIX: dict[str, tuple[str, str]] = {
     "api:api-root": ("api-root", "GET"),
     "otlp:traces": ("api", "POST"),
     "otlp:langfuse_traces": ("api", "POST"),
+    "otlp:logs": ("api", "POST"),
+    "otlp:langfuse_logs": ("api", "POST"),
     "api:create_session": ("api", "POST"),
     "api:get_session": ("api", "GET"),
     "api:list_events": ("api", "GET"),
