@@ -200,7 +200,8 @@ def _finish(sid: str, header: ParsedSession, found: PagedFacts, model: str) -> N
         parent_session_id=header.parent_session_id,
         parent_call_id=header.parent_call_id,
         model=header.model or model,
-        **kept_status_update(sid, found),
+        # Every event names one of its session's turns (`SessionBuilder`): never legacy.
+        **kept_status_update(sid, found, legacy=False),
     )
     session = Session.objects.get(pk=sid)
     parsed_session_written.send(

@@ -24,7 +24,7 @@ from agentops.runtime.projection import projection_fails
 from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
 from agentops.runtime.session import TurnStatus
 from sessions_app import models
-from sessions_app.store.page_facts import Marks, legacy_events_exist, protocol_marks, token_sums
+from sessions_app.store.page_facts import Marks, protocol_marks, token_sums
 from sessions_app.store.resume import protocol_events
 from sessions_app.store.resume_delta import GROUP_COLUMNS
 from sessions_app.store.stream import CHUNK_EVENTS, live_start_id, protocol_chunks
@@ -85,14 +85,15 @@ def paged_resume_facts(session_id: str, *, chunk: int = CHUNK_EVENTS) -> PagedFa
     return found
 
 
-def kept_status_update(session_id: str, found: PagedFacts) -> dict[str, Any]:
+def kept_status_update(session_id: str, found: PagedFacts, *, legacy: bool) -> dict[str, Any]:
     """The session row's columns after a streamed write, for one UPDATE: the resume status
-    and orphan count of `found`, the token totals and the legacy flag (SQL, as
-    `page_facts.refresh_page_facts` computes them)."""
+    and orphan count of `found`, the token totals (SQL, as `page_facts.refresh_page_facts`
+    sums them) and the legacy flag the writer knows (`legacy`: some active event names no
+    turn record of the session)."""
     return {
         "protocol_issue_count": found.issue_count,
         "cannot_resume": found.cannot_resume,
         "orphan_result_count": found.orphan_count,
         **token_sums(session_id),
-        "has_legacy_events": legacy_events_exist(session_id),
+        "has_legacy_events": legacy,
     }
