@@ -56,7 +56,9 @@ def _stored(session_ids: list[str]) -> dict[str, Any]:
             "turns": turns,
             "events": events,
             "todo": (todo.version, todo.updated_at) if todo else None,
-            "items": [{k: v for k, v in i.items() if k not in ("id", "todo_list_id")} for i in items]
+            "items": [
+                {k: v for k, v in i.items() if k not in ("id", "todo_list_id")} for i in items
+            ]
             if items is not None
             else None,
             "export": document,

@@ -15,8 +15,8 @@ from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentops.runtime.model import Content, Event, Role, ToolCall, ToolResponse
 from agentops.runtime.errors import ToolExecutionUnknownError
+from agentops.runtime.model import Content, Event, Role, ToolCall, ToolResponse
 from agentops.runtime.projection import ProjectionInput, project_default, projection_fails
 from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
 from agentops.runtime.session import Turn, TurnReason, TurnStatus

@@ -19,7 +19,6 @@ from agentops.runtime.protocol import ToolProtocolIssue, _scan
 from agentops.runtime.session import Turn, TurnStatus
 
 __all__ = [
-    "projection_fails",
     "NOTICE_AUTHOR",
     "DefaultProjector",
     "EntryKind",
@@ -31,6 +30,7 @@ __all__ = [
     "as_projector",
     "explain_projection",
     "project_default",
+    "projection_fails",
     "status_notice",
     "status_notice_text",
 ]

@@ -113,8 +113,8 @@ class TurnRules:
             facts.archived += 1
         elif event.role == "tool":
             answered = event.answered_call_id
-            for call in self._open.pop(answered, ()):
-                call.open = False
+            for entry in self._open.pop(answered, ()):
+                entry.open = False
             self._turn_results.add(answered)
         # Archived events (an abandoned rewind branch) are not in the conversation.
         for call in event.tool_calls if active else ():
@@ -314,7 +314,8 @@ class SessionBuilder:
             rules.feed(event, index, facts[index], prompt)
             events.append(event)
         turns = [
-            rules.turn(self.session_id, index, f, self.draft(index)) for index, f in enumerate(facts)
+            rules.turn(self.session_id, index, f, self.draft(index))
+            for index, f in enumerate(facts)
         ]
         all_times = [e.created_at for e in events]
         first = min(all_times) if all_times else synthetic_time(0)

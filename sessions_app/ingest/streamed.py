@@ -111,7 +111,7 @@ class SessionStream:
             bound = min(bound, held[0][1])
         out: list[ParsedTurn] = []
         for index in range(self._closed, max(bound, self._closed)):
-            facts = self._facts.pop(index, None) or TurnFacts()
+            facts = self._facts.pop(index, TurnFacts())
             if facts.settled():
                 out.append(self._turn(index, facts))
             else:
@@ -125,7 +125,7 @@ class SessionStream:
             raise RuntimeError("finish() with events still held")
         out = [self._turn(index, facts) for index, facts in sorted(self._waiting.items())]
         for index in range(self._closed, self.builder.turn_count):
-            out.append(self._turn(index, self._facts.pop(index, None) or TurnFacts()))
+            out.append(self._turn(index, self._facts.pop(index, TurnFacts())))
         self._waiting = {}
         self._closed = self.builder.turn_count
         return out

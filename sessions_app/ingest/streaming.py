@@ -64,7 +64,9 @@ CLAUDE_CODE = Session.SourceFormat.CLAUDE_CODE
 _BAD_VALUES = (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
 
-def streamable(path: Path, source_format: str, *, strict: bool, replace: bool) -> ClaudeStream | None:
+def streamable(
+    path: Path, source_format: str, *, strict: bool, replace: bool
+) -> ClaudeStream | None:
     """The file after its first reading when it takes the streamed path (see the module
     doc), else None (nothing written; the whole-session path reads it again)."""
     if path.stat().st_size < settings.AGENTOPS_IMPORT_STREAM_BYTES or path.suffix == ".db":
@@ -140,7 +142,10 @@ def _steps(
     handed on: the replacement and the session rows, each batch of events and turns, each
     session's status and header, the sub-agent links and the file's record."""
     source = str(path)
-    stored = {id(part.stream): header.id for part, header in zip(stream.parts.values(), stream.headers, strict=True)}
+    stored = {
+        id(part.stream): header.id
+        for part, header in zip(stream.parts.values(), stream.headers, strict=True)
+    }
 
     def begin() -> None:
         replacement = plan_replacement(path, stream.headers, replace)
