@@ -34,10 +34,11 @@ from django.db import DataError, IntegrityError
 from sessions_app.ids import session_id_problem
 from sessions_app.ingest.chunked import write_in_steps
 from sessions_app.ingest.claude_stream import ClaudeStream, read_claude_stream
-from sessions_app.ingest.detect import detect_format
+from sessions_app.ingest.detect import DETECTION_LINES, detect_format
 from sessions_app.ingest.errors import ImportRefusedError
 from sessions_app.ingest.normalise import at_line, current_line, synthetic_times_from
 from sessions_app.ingest.parsed import ParsedSession
+from sessions_app.ingest.reading import head_text
 from sessions_app.ingest.replace import plan_replacement
 from sessions_app.ingest.subagents import link_subagents
 from sessions_app.ingest.summary import TOTALS, ImportReport
@@ -69,10 +70,17 @@ def streamable(
 ) -> ClaudeStream | None:
     """The file after its first reading when it takes the streamed path (see the module
     doc), else None (nothing written; the whole-session path reads it again)."""
-    if path.stat().st_size < settings.AGENTOPS_IMPORT_STREAM_BYTES or path.suffix == ".db":
+    if path.stat().st_size < settings.AGENTOPS_IMPORT_STREAM_BYTES or path.suffix in (
+        ".db",
+        ".json",
+    ):
         return None
-    fmt = detect_format(path, None) if source_format == "auto" else source_format
-    if fmt != CLAUDE_CODE:
+    if source_format == "auto":
+        try:  # the first lines decide a JSON Lines format: the file is not read whole here
+            source_format = detect_format(path, head_text(path, DETECTION_LINES)) or ""
+        except RecursionError:
+            return None
+    if source_format != CLAUDE_CODE:
         return None
     at_line(0)
     try:
