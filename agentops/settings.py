@@ -255,6 +255,8 @@ DATABASES = {"default": _database}
 # SQLite: the longest an import holds the one write lock at a time (milliseconds); a longer
 # import commits in chunks and lets waiting writers in between (sessions_app.ingest.chunked).
 AGENTOPS_IMPORT_LOCK_MS = envint("AGENTOPS_IMPORT_LOCK_MS", 1000)
+# Claude Code files of this size or more are imported while they are parsed (flat memory).
+AGENTOPS_IMPORT_STREAM_BYTES = envint("AGENTOPS_IMPORT_STREAM_BYTES", 4 << 20)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -15,8 +15,11 @@ from django.urls import reverse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentops.runtime.errors import ToolExecutionUnknownError
 from agentops.runtime.model import Content, Event, Role, ToolCall, ToolResponse
+from agentops.runtime.projection import ProjectionInput, project_default, projection_fails
 from agentops.runtime.protocol import inspect_orphan_results, inspect_tool_protocol
+from agentops.runtime.session import Turn, TurnReason, TurnStatus
 from sessions_app import models
 from sessions_app.pages import context as _context_page  # noqa: F401  (bound before patching)
 from sessions_app.store import refresh_resume_status, stream
@@ -155,3 +158,41 @@ def test_context_page_queries_grow_only_by_one_per_page_of_events(
         growth = 3 if page == "sessions:context" else 0
         assert counts[1] - counts[0] == growth, (page, counts)
         assert counts[0] <= 14, (page, counts)
+
+
+_REASONS = {
+    TurnStatus.RUNNING: TurnReason.NONE,
+    TurnStatus.COMPLETED: TurnReason.NONE,
+    TurnStatus.INTERRUPTED: TurnReason.CANCELED,
+    TurnStatus.FAILED: TurnReason.AGENT_ERROR,
+}
+STATUSES = st.dictionaries(
+    st.sampled_from(["t1", "t2"]),
+    st.sampled_from(list(TurnStatus)),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(steps=st.lists(STEP, max_size=40), statuses=STATUSES)
+def test_the_streamed_projection_verdict_equals_project_default(
+    steps: list[tuple[str, str, list[str]]], statuses: dict[str, TurnStatus]
+) -> None:
+    """`projection_fails` (reads the history once, `store.resume_paged`) says whether
+    `project_default` raises, on any history and any turn statuses."""
+    events = [_event(n, *step) for n, step in enumerate(steps)]
+    turns = [
+        Turn(
+            id=turn_id,
+            session_id="s",
+            status=status,
+            reason=_REASONS[status],
+            started_at=datetime(2026, 1, 1, tzinfo=UTC),
+        )
+        for turn_id, status in statuses.items()
+    ]
+    try:
+        project_default(ProjectionInput(turns=turns, events=events))
+        fails = False
+    except ToolExecutionUnknownError:
+        fails = True
+    assert projection_fails(statuses, iter(events)) is fails

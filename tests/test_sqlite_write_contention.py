@@ -6,8 +6,9 @@ at most ``AGENTOPS_IMPORT_LOCK_MS`` at a time and lets waiting writers in betwee
 chunks, `sessions_app.ingest.chunked`). A write that cannot get the lock in time answers
 503 + Retry-After (`agentops.db_busy`).
 
-The import's size is ``AGENTOPS_CONTENTION_LINES`` (default 200,000 lines; the issue's
-figure is 1,000,000: set it to run that).
+The import's size is ``AGENTOPS_CONTENTION_LINES`` (default 200,000 lines); the test at
+the issue's 1,000,000 lines (marked `slow`, about 3.5 minutes) runs when
+``AGENTOPS_SLOW_TESTS`` is set.
 """
 
 from __future__ import annotations
@@ -79,13 +80,28 @@ def _edit(client: Client, n: int) -> Any:
 def test_todo_edits_during_a_large_import_never_answer_500(
     admin_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _edits_during_an_import(admin_client, tmp_path, monkeypatch, LINES)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("AGENTOPS_SLOW_TESTS"), reason="AGENTOPS_SLOW_TESTS unset")
+def test_todo_edits_during_a_1_000_000_line_import_never_answer_500(
+    admin_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # About 3.5 minutes on a 2-core machine (the file streams: `ingest.streaming`).
+    _edits_during_an_import(admin_client, tmp_path, monkeypatch, 1_000_000)
+
+
+def _edits_during_an_import(
+    admin_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: int
+) -> None:
     # Writers wait at most 3 s for the lock: less than the import's writes take in all,
     # more than the import holds the lock at a time.
     monkeypatch.setitem(connection.settings_dict["OPTIONS"], "timeout", 3)
     make_session("s-1", todos=ITEMS)
     transcript = tmp_path / "big.jsonl"
     with transcript.open("w") as out:
-        out.writelines(_claude_lines(LINES))
+        out.writelines(_claude_lines(lines))
     errors: list[BaseException] = []
 
     def run_import() -> None:
@@ -105,7 +121,7 @@ def test_todo_edits_during_a_large_import_never_answer_500(
         time.sleep(0.05)
     worker.join()
     assert not errors, errors
-    assert Event.objects.filter(session_id="big-import").count() == LINES
+    assert Event.objects.filter(session_id="big-import").count() == lines
     # Every edit got the lock in time: none waited out the busy timeout (503) or failed.
     assert statuses and set(statuses) <= {200, 302}, statuses
 

@@ -8,7 +8,7 @@ dashboard shows is, by construction, what an agent gets.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -30,6 +30,7 @@ __all__ = [
     "as_projector",
     "explain_projection",
     "project_default",
+    "projection_fails",
     "status_notice",
     "status_notice_text",
 ]
@@ -278,6 +279,59 @@ def project_default(projection_input: ProjectionInput) -> list[Event]:
     if issues:
         raise issues[0].to_error()
     return context
+
+
+def projection_fails(statuses: Mapping[str, TurnStatus], events: Iterable[Event]) -> bool:
+    """Whether `project_default` of `events` with turns of these `statuses` (turn id ->
+    status) raises `ToolExecutionUnknownError`, reading `events` once: at a time it holds
+    one run of a turn that is neither completed nor running (its kept prefix depends on
+    the whole run) and the projected events since the last one that is not a tool result
+    (the scan of docs/runtime.md §5 starts afresh at each such event). The same rules as
+    `_project` and `_scan`, so the same verdict on any history."""
+    tail: list[Event] = []
+    run: list[Event] = []
+    run_turn: str | None = None
+    run_status: TurnStatus | None = None
+
+    def push(event: Event) -> bool:
+        nonlocal tail
+        if event.content.role is not Role.TOOL and tail:
+            if _scan(tail, 0, len(tail)):
+                return True
+            tail = []
+        tail.append(event)
+        return False
+
+    def close_run() -> bool:
+        if run_status is None or run_status in (_COMPLETED, _RUNNING) or not run:
+            return False
+        issues = _scan(run, 0, len(run))
+        cut = issues[0].position if issues else len(run)
+        if any(push(event) for event in run[:cut]):
+            return True
+        notice = Event(
+            id=0,
+            session_id=run[0].session_id,
+            turn_id=run[0].turn_id,
+            author=NOTICE_AUTHOR,
+            content=Content(role=Role.USER, text=""),
+        )
+        return push(notice)
+
+    for event in events:
+        if event.turn_id != run_turn or run_turn is None:
+            if close_run():
+                return True
+            run, run_turn = [], event.turn_id
+            run_status = statuses.get(run_turn) if run_turn else None
+        if run_status is None or run_status is _COMPLETED:
+            if push(event):
+                return True
+        elif run_status is not _RUNNING:
+            run.append(event)
+    if close_run():
+        return True
+    return bool(tail) and bool(_scan(tail, 0, len(tail)))
 
 
 class DefaultProjector:

@@ -44,12 +44,112 @@ ABANDONED_BRANCH_NOTE = "abandoned branch: the conversation was rewound past thi
 
 @dataclass(slots=True)
 class _TurnDraft:
-    events: list[ParsedEvent] = field(default_factory=list)
-    prompt: ParsedEvent | None = None
+    """What the source says of one turn (interrupt marker, failure)."""
+
     interrupt_note: str = ""
     failure_code: str = ""
     failure_stage: str = ""
     failure_note: str = ""
+
+
+@dataclass(slots=True)
+class _Call:
+    """A call of an active event as the turn rule files it: still open (no result for its
+    id in its turn or a later one so far), awaiting the user, where it sits."""
+
+    call_id: str
+    pending: bool
+    position: int
+    open: bool = True
+
+
+@dataclass(slots=True)
+class TurnFacts:
+    """What the turn rule needs of one turn's events, gathered as they are fed in order
+    (`TurnRules.feed`): the first and latest times, how many events (archived ones) and
+    its calls still open."""
+
+    started: datetime | None = None
+    latest: datetime | None = None
+    events: int = 0
+    archived: int = 0
+    calls: list[_Call] = field(default_factory=list)
+
+    def settled(self) -> bool:
+        """True when no later event can change the turn's outcome: none of its calls is
+        open (a call once answered stays answered; the later-prompt case only matters for
+        open calls)."""
+        return not any(call.open for call in self.calls)
+
+
+class TurnRules:
+    """The module's turn rule over a session's events fed once, in order (`feed`): what
+    each turn needs is kept per turn (`TurnFacts`), never the events, so a session can be
+    decided while its events stream past (`ingest.streamed`) as well as whole (`build`).
+
+    A call of turn i is answered when a result for its id comes in turn i (before or after
+    it) or later; `last_prompt` is the position of the last real prompt that is not
+    archived (a call before it was left behind)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, list[_Call]] = {}
+        self._turn = -1
+        self._turn_results: set[str] = set()
+        self.position = 0
+        self.last_prompt = -1
+
+    def feed(self, event: ParsedEvent, turn: int, facts: TurnFacts, prompt: bool) -> None:
+        """Take `event` (the next in order) of turn `turn` (whose facts are `facts`);
+        `prompt`: it is the real prompt that started its turn."""
+        if turn != self._turn:
+            self._turn, self._turn_results = turn, set()
+        at = event.created_at
+        if facts.started is None:
+            facts.started = facts.latest = at
+        elif facts.latest is None or at > facts.latest:
+            facts.latest = at
+        facts.events += 1
+        active = event.archived_at is None
+        if not active:
+            facts.archived += 1
+        elif event.role == "tool":
+            answered = event.answered_call_id
+            for entry in self._open.pop(answered, ()):
+                entry.open = False
+            self._turn_results.add(answered)
+        # Archived events (an abandoned rewind branch) are not in the conversation.
+        for call in event.tool_calls if active else ():
+            call_id = str(call.get("id", ""))
+            if call_id in self._turn_results:
+                continue
+            entry = _Call(call_id, call_id in event.pending_call_ids, self.position)
+            facts.calls.append(entry)
+            self._open.setdefault(call_id, []).append(entry)
+        if prompt and active:
+            self.last_prompt = self.position
+        self.position += 1
+
+    def turn(self, session_id: str, index: int, facts: TurnFacts, draft: _TurnDraft) -> ParsedTurn:
+        """Turn `index` (0-based) of the session with its outcome, as far as the events fed
+        so far tell (final once `facts.settled()` or every event was fed)."""
+        turn_id = turn_id_of(session_id, index)
+        started = facts.started or synthetic_time(0)
+        finished = max(started, facts.latest or started)
+        open_calls = _OpenCalls()
+        for call in facts.calls:
+            if call.open:
+                open_calls.add(call.call_id, call.pending, call.position < self.last_prompt)
+        turn = ParsedTurn(id=turn_id, status="completed", started_at=started, finished_at=finished)
+        _decide(turn, draft, open_calls)
+        if facts.events and facts.archived == facts.events:
+            turn.status_note = ABANDONED_BRANCH_NOTE
+        turn.status_note = redact_text(turn.status_note)[:500]
+        return turn
+
+
+def turn_id_of(session_id: str, index: int) -> str:
+    """The id of turn `index` (0-based) of session `session_id`."""
+    return f"{session_id}/turn-{index + 1:04d}"
 
 
 class SessionBuilder:
@@ -58,44 +158,45 @@ class SessionBuilder:
     Use `add(event, prompt=True)` for a real user prompt (starts a turn), `add(event)` for
     anything else, `interrupt(note)` for an interrupt marker, `fail(...)` for a failure the
     source records, `write_todos(items, at)` for each todo-list write, then `build(...)`.
+    Each event is held with its turn's index (events before the first prompt belong to
+    the first turn) and whether it started its turn (`held`); `ingest.streamed` hands
+    settled ones on instead of keeping them.
     """
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        self._preamble: list[ParsedEvent] = []
-        self._turns: list[_TurnDraft] = []
+        self.held: list[tuple[ParsedEvent, int, bool]] = []
+        self._drafts: list[_TurnDraft] = []
+        self._added = 0
+        self._active = 0
+        self._last_active_source = ""
         self.todos: list[ParsedTodo] | None = None
         self.todo_version = 0
         self.todo_updated_at: datetime | None = None
 
     @property
     def events(self) -> list[ParsedEvent]:
-        """All events so far, in order."""
-        out = list(self._preamble)
-        for turn in self._turns:
-            out.extend(turn.events)
-        return out
+        """All events held, in order."""
+        return [event for event, _turn, _prompt in self.held]
+
+    @property
+    def turn_count(self) -> int:
+        """How many turns the session has so far (events before a first prompt: one)."""
+        return len(self._drafts) or (1 if self._added else 0)
 
     def last_event(self) -> ParsedEvent | None:
-        """The most recently added event, or None."""
-        if self._turns and self._turns[-1].events:
-            return self._turns[-1].events[-1]
-        return self._preamble[-1] if self._preamble else None
+        """The most recently added event still held, or None."""
+        return self.held[-1][0] if self.held else None
 
     def add(self, event: ParsedEvent, *, prompt: bool = False) -> ParsedEvent:
         """Append `event`; a real user prompt (`prompt=True`) starts a new turn."""
         if prompt:
-            draft = _TurnDraft()
-            if not self._turns:
-                draft.events.extend(self._preamble)
-                self._preamble = []
-            self._turns.append(draft)
-            draft.events.append(event)
-            draft.prompt = event
-        elif self._turns:
-            self._turns[-1].events.append(event)
-        else:
-            self._preamble.append(event)
+            self._drafts.append(_TurnDraft())
+        self.held.append((event, max(len(self._drafts) - 1, 0), prompt))
+        self._added += 1
+        if event.archived_at is None:
+            self._active += 1
+            self._last_active_source = event.source_id
         return event
 
     def compaction(
@@ -112,7 +213,6 @@ class SessionBuilder:
         active events before it), `summarised_up_to` (the last one's source id) and
         `todo_carried` (None: no open todo item to carry; else whether the summary names
         every open item)."""
-        before = [e for e in self.events if e.archived_at is None]
         open_items = [t for t in self.todos or [] if t.status != "completed"]
         folded = " ".join(event.text.split()).casefold()
         event.author = COMPACTION_AUTHOR
@@ -120,8 +220,8 @@ class SessionBuilder:
             "compaction": {
                 "trigger": trigger,
                 "pre_tokens": pre_tokens,
-                "summarised_events": len(before),
-                "summarised_up_to": before[-1].source_id if before else "",
+                "summarised_events": self._active,
+                "summarised_up_to": self._last_active_source if self._active else "",
                 "todo_carried": all(
                     " ".join(t.content.split()).casefold() in folded for t in open_items
                 )
@@ -133,11 +233,13 @@ class SessionBuilder:
         return self.add(event)
 
     def _current(self) -> _TurnDraft:
-        if not self._turns:
-            draft = _TurnDraft(events=self._preamble)
-            self._preamble = []
-            self._turns.append(draft)
-        return self._turns[-1]
+        if not self._drafts:
+            self._drafts.append(_TurnDraft())
+        return self._drafts[-1]
+
+    def draft(self, index: int) -> _TurnDraft:
+        """What the source said of turn `index` (a turn without a prompt: nothing)."""
+        return self._drafts[index] if index < len(self._drafts) else _TurnDraft()
 
     def interrupt(self, note: str) -> None:
         """Mark the current turn interrupted/canceled (an interrupt marker), with `note`."""
@@ -161,6 +263,33 @@ class SessionBuilder:
         self.todo_version += 1
         self.todo_updated_at = at
 
+    def header(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        title: str,
+        state: dict[str, Any],
+        source_format: Session.SourceFormat,
+        created_at: datetime,
+        updated_at: datetime,
+    ) -> ParsedSession:
+        """The session without turns or events: title redacted, then cut; `todos` dropped
+        from `state` (the todo rows are the truth); the todo list so far."""
+        return ParsedSession(
+            id=self.session_id,
+            app_name=app_name,
+            user_id=user_id,
+            title=redact_text(title)[:500],  # redacted before the cut, never after
+            state={k: v for k, v in state.items() if k != "todos"},
+            created_at=created_at,
+            updated_at=updated_at,
+            source_format=str(source_format),
+            todos=self.todos,
+            todo_version=self.todo_version,
+            todo_updated_at=self.todo_updated_at,
+        )
+
     def build(
         self,
         *,
@@ -172,74 +301,37 @@ class SessionBuilder:
         created_at: datetime | None = None,
         updated_at: datetime | None = None,
     ) -> ParsedSession:
-        """The finished `ParsedSession`: turn ids `<session id>/turn-NNNN`, outcomes set.
+        """The finished `ParsedSession`: turn ids `<session id>/turn-NNNN`, outcomes set
+        (`TurnRules`).
 
         `state` must not contain `todos` (dropped here: the todo rows are the truth).
         `created_at`/`updated_at` default to the first/last event time.
         """
-        if self._preamble:
-            self._turns.insert(0, _TurnDraft(events=self._preamble))
-            self._preamble = []
-        turns: list[ParsedTurn] = []
+        rules = TurnRules()
+        facts = [TurnFacts() for _ in range(self.turn_count)]
         events: list[ParsedEvent] = []
-        # Results may arrive in a later turn than their call: a call of turn i is answered
-        # when a result for its id appears in turn i or later.
-        last_answer: dict[str, int] = {}
-        for index, draft in enumerate(self._turns):
-            for event in draft.events:
-                if event.role == "tool" and event.archived_at is None:
-                    last_answer[event.answered_call_id] = index
-        # Global position of the last real prompt: a call before it was left behind.
-        position = 0
-        last_prompt = -1
-        for draft in self._turns:
-            for event in draft.events:
-                if event is draft.prompt and event.archived_at is None:
-                    last_prompt = position
-                position += 1
-        position = 0
-        for index, draft in enumerate(self._turns):
-            turn_id = f"{self.session_id}/turn-{index + 1:04d}"
-            times = [e.created_at for e in draft.events]
-            started = times[0] if times else synthetic_time(0)
-            finished = max([started, *times])
-            open_calls = _OpenCalls()
-            for event in draft.events:
-                event.turn_id = turn_id
-                # Archived events (an abandoned rewind branch) are not in the conversation.
-                for call in event.tool_calls if event.archived_at is None else ():
-                    call_id = str(call.get("id", ""))
-                    if last_answer.get(call_id, -1) < index:
-                        open_calls.add(call_id, event, position < last_prompt)
-                position += 1
-            turn = ParsedTurn(
-                id=turn_id, status="completed", started_at=started, finished_at=finished
-            )
-            _decide(turn, draft, open_calls)
-            if draft.events and all(e.archived_at is not None for e in draft.events):
-                turn.status_note = ABANDONED_BRANCH_NOTE
-            turn.status_note = redact_text(turn.status_note)[:500]
-            turns.append(turn)
-            events.extend(draft.events)
+        for event, index, prompt in self.held:
+            event.turn_id = turn_id_of(self.session_id, index)
+            rules.feed(event, index, facts[index], prompt)
+            events.append(event)
+        turns = [
+            rules.turn(self.session_id, index, f, self.draft(index))
+            for index, f in enumerate(facts)
+        ]
         all_times = [e.created_at for e in events]
         first = min(all_times) if all_times else synthetic_time(0)
         latest = max(all_times) if all_times else first
-        clean_state = {k: v for k, v in state.items() if k != "todos"}
-        return ParsedSession(
-            id=self.session_id,
+        parsed = self.header(
             app_name=app_name,
             user_id=user_id,
-            title=redact_text(title)[:500],  # redacted before the cut, never after
-            state=clean_state,
+            title=title,
+            state=state,
+            source_format=source_format,
             created_at=created_at or first,
             updated_at=max(updated_at or latest, latest),
-            source_format=str(source_format),
-            turns=turns,
-            events=events,
-            todos=self.todos,
-            todo_version=self.todo_version,
-            todo_updated_at=self.todo_updated_at,
         )
+        parsed.turns, parsed.events = turns, events
+        return parsed
 
 
 @dataclass(slots=True)
@@ -251,9 +343,9 @@ class _OpenCalls:
     dangling: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
 
-    def add(self, call_id: str, event: ParsedEvent, later_prompt: bool) -> None:
-        """File `call_id` of `event`: awaiting the user or not, a later prompt or not."""
-        if call_id in event.pending_call_ids:
+    def add(self, call_id: str, pending: bool, later_prompt: bool) -> None:
+        """File `call_id`: awaiting the user or not, a later prompt or not."""
+        if pending:
             (self.awaiting_left if later_prompt else self.awaiting).append(call_id)
         else:
             (self.left if later_prompt else self.dangling).append(call_id)

@@ -42,7 +42,7 @@ from sessions_app.ingest.writer import (
 from sessions_app.models import Event, Turn
 from sessions_app.store import EVENT_INSERT_COLUMNS, TURN_COLUMNS
 
-__all__ = ["YIELD_SECONDS", "session_steps", "write_in_bounded_transactions"]
+__all__ = ["YIELD_SECONDS", "session_steps", "write_in_bounded_transactions", "write_in_steps"]
 
 #: How long an import lets other writers have SQLite's lock between its transactions
 #: (longer than the 100 ms SQLite's busy handler sleeps at most between two tries).
@@ -73,6 +73,34 @@ def write_in_bounded_transactions(steps: Iterator[None], undo: Callable[[], obje
             with transaction.atomic():
                 undo()
         raise
+
+
+def write_in_steps(steps: Iterator[Callable[[], object]], undo: Callable[[], object]) -> int:
+    """Run each write `steps` hands on (a streamed import, `ingest.streaming`: getting
+    the next one parses, adapts and reads, outside any transaction on SQLite); returns
+    how many transactions committed. On SQLite, outside any transaction, each write is a
+    transaction of its own: the write lock is held for one batch's INSERTs at a time and
+    is free while the next batch is parsed, so no pause is needed for other writers. On
+    PostgreSQL and inside a caller's transaction: one transaction. If a write raises after
+    an earlier one committed, `undo` runs in a transaction of its own and the error is
+    raised again."""
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        with transaction.atomic():
+            for write in steps:
+                write()
+        return 1
+    committed = 0
+    try:
+        for write in steps:
+            with transaction.atomic():
+                write()
+            committed += 1
+    except BaseException:
+        if committed:
+            with transaction.atomic():
+                undo()
+        raise
+    return committed
 
 
 def _insert_batches(

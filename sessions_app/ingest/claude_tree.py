@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import difflib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sessions_app.ingest.normalise import jsonl_objects, parse_iso
 from sessions_app.ingest.parsed import ImportProblem
@@ -50,20 +50,26 @@ def _near(obj: dict[str, Any], key: str) -> str:
 
 
 def read_records(
-    name: str, text: JsonLinesText, problems: list[ImportProblem]
-) -> tuple[list[tuple[int, datetime, dict[str, Any]]], list[dict[str, Any]]]:
-    """(usable user/assistant records with their line and time, every record with a type
-    in file order); unusable lines go to `problems` (see the parser's docstring)."""
-    records: list[tuple[int, datetime, dict[str, Any]]] = []
-    everything: list[dict[str, Any]] = []
+    name: str,
+    text: JsonLinesText,
+    problems: list[ImportProblem],
+    *,
+    skip: Container[int] | None = None,
+) -> Iterator[tuple[int, datetime | None, dict[str, Any]]]:
+    """Every record with a type, in file order, with its line and, for a usable
+    user/assistant record, its time (None: not a user/assistant record); unusable lines go
+    to `problems` (see the parser's docstring). `skip`: the lines a first reading found
+    unusable (its problems), skipped without being checked again (nor reported)."""
     seen_uuids: dict[str, int] = {}
     for number, record in jsonl_objects(name, text, problems):
+        if skip is not None and number in skip:
+            continue
         rtype = record.get("type")
         if not isinstance(rtype, str) or not rtype:
             problems.append(ImportProblem(name, number, "object has no 'type'"))
             continue
         if rtype not in ("user", "assistant"):
-            everything.append(record)
+            yield number, None, record
             continue
         at = parse_iso(record.get("timestamp"))
         if at is None:
@@ -91,7 +97,7 @@ def read_records(
                 )
                 continue
         uuid = record.get("uuid")
-        if isinstance(uuid, str) and uuid:
+        if skip is None and isinstance(uuid, str) and uuid:
             if uuid in seen_uuids:
                 problems.append(
                     ImportProblem(
@@ -100,9 +106,7 @@ def read_records(
                 )
                 continue
             seen_uuids[uuid] = number
-        records.append((number, at, record))
-        everything.append(record)
-    return records, everything
+        yield number, at, record
 
 
 def _agent_id(record: dict[str, Any]) -> str:
@@ -128,7 +132,7 @@ def sidechain_agents(tree: Tree) -> dict[str, str]:
     """uuid -> `agentId` for each sidechain record without one (2.0 writes it on some
     lines of an inline sub-agent only) whose connected sidechain records (by `parentUuid`)
     name one: the first they name in file order. Linear in the records."""
-    side = [u for u, r in tree.record.items() if r.get("isSidechain") is True]
+    side = [u for u, node in tree.record.items() if node.sidechain]
     root = {u: u for u in side}
 
     def find(uuid: str) -> str:
@@ -143,12 +147,12 @@ def sidechain_agents(tree: Tree) -> dict[str, str]:
             root[find(uuid)] = find(str(parent))
     named: dict[str, str] = {}
     for uuid in side:
-        if agent := _agent_id(tree.record[uuid]):
+        if agent := tree.record[uuid].agent:
             named.setdefault(find(uuid), agent)
     return {
         uuid: named[find(uuid)]
         for uuid in side
-        if not _agent_id(tree.record[uuid]) and find(uuid) in named
+        if not tree.record[uuid].agent and find(uuid) in named
     }
 
 
@@ -187,22 +191,43 @@ def is_prompt(record: dict[str, Any]) -> bool:
     return bool(text) and not text.startswith((INTERRUPT_PREFIX, *META_PREFIXES))
 
 
-class Tree:
-    """The `parentUuid` links of every record of a file that has a `uuid`."""
+class Node(NamedTuple):
+    """What the tree keeps of a record (never its content): `isSidechain: true`, its
+    `agentId` ("" none), its `timestamp` as written, whether it is a real prompt."""
 
-    def __init__(self, records: Iterable[dict[str, Any]]) -> None:
+    sidechain: bool
+    agent: str
+    timestamp: Any
+    prompt: bool
+
+
+class Tree:
+    """The `parentUuid` links of every record of a file that has a `uuid` (the first
+    record with a uuid wins), with a `Node` per record; built as records are read
+    (`add`)."""
+
+    def __init__(self, records: Iterable[dict[str, Any]] = ()) -> None:
         self.parent: dict[str, str] = {}
         self.children: dict[str, list[str]] = defaultdict(list)
-        self.record: dict[str, dict[str, Any]] = {}
+        self.record: dict[str, Node] = {}
         for record in records:
-            uuid = record.get("uuid")
-            if not isinstance(uuid, str) or not uuid or uuid in self.record:
-                continue
-            self.record[uuid] = record
-            parent = record.get("parentUuid") or record.get("logicalParentUuid")
-            if isinstance(parent, str) and parent:
-                self.parent[uuid] = parent
-                self.children[parent].append(uuid)
+            self.add(record)
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Take `record` (the next in file order) into the tree."""
+        uuid = record.get("uuid")
+        if not isinstance(uuid, str) or not uuid or uuid in self.record:
+            return
+        self.record[uuid] = Node(
+            record.get("isSidechain") is True,
+            _agent_id(record),
+            record.get("timestamp"),
+            is_prompt(record),
+        )
+        parent = record.get("parentUuid") or record.get("logicalParentUuid")
+        if isinstance(parent, str) and parent:
+            self.parent[uuid] = parent
+            self.children[parent].append(uuid)
 
     def path(self, leaf: str) -> set[str]:
         """The uuids from `leaf` back to its root (the active path when `leaf` is the last
@@ -222,10 +247,10 @@ class Tree:
         path = self.path(leaf)
         out: dict[str, str] = {}
         for uuid, parent in self.parent.items():
-            if uuid in path or parent not in path or not is_prompt(self.record[uuid]):
+            if uuid in path or parent not in path or not self.record[uuid].prompt:
                 continue
             taken = [c for c in self.children[parent] if c in path]
-            when = str(self.record[taken[0]].get("timestamp") or "") if taken else ""
+            when = str(self.record[taken[0]].timestamp or "") if taken else ""
             stack = [uuid]
             while stack:
                 node = stack.pop()
@@ -235,34 +260,40 @@ class Tree:
         return out
 
 
+def note_agent_call(record: dict[str, Any], out: dict[str, str]) -> None:
+    """Add to `out` (`agent_calls`) what `record` says of the call that started a
+    sub-agent."""
+    data = record.get("data")
+    if (
+        record.get("type") == "progress"
+        and isinstance(data, dict)
+        and data.get("type") == "agent_progress"
+    ):
+        agent, call = data.get("agentId"), record.get("parentToolUseID")
+        if isinstance(agent, str) and isinstance(call, str) and agent and call:
+            out.setdefault(agent, call)
+        return
+    result = record.get("toolUseResult")
+    if record.get("type") != "user" or not isinstance(result, dict):
+        return
+    # 2.1 names the agent in the result; 2.0 (inline sidechains) on the line itself.
+    agent = result.get("agentId") or (
+        record.get("agentId") if record.get("isSidechain") is False else None
+    )
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(agent, str) and agent and isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                out[agent] = str(block.get("tool_use_id") or "")
+                break
+
+
 def agent_calls(records: Iterable[dict[str, Any]]) -> dict[str, str]:
     """agentId -> the id of the (Task) call that started that sub-agent, as the parent's
     transcript says: a tool result's `toolUseResult.agentId`, or an `agent_progress`
     record's `data.agentId` with its `parentToolUseID`."""
     out: dict[str, str] = {}
     for record in records:
-        data = record.get("data")
-        if (
-            record.get("type") == "progress"
-            and isinstance(data, dict)
-            and data.get("type") == "agent_progress"
-        ):
-            agent, call = data.get("agentId"), record.get("parentToolUseID")
-            if isinstance(agent, str) and isinstance(call, str) and agent and call:
-                out.setdefault(agent, call)
-            continue
-        result = record.get("toolUseResult")
-        if record.get("type") != "user" or not isinstance(result, dict):
-            continue
-        # 2.1 names the agent in the result; 2.0 (inline sidechains) on the line itself.
-        agent = result.get("agentId") or (
-            record.get("agentId") if record.get("isSidechain") is False else None
-        )
-        message = record.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(agent, str) and agent and isinstance(content, list):
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    out[agent] = str(block.get("tool_use_id") or "")
-                    break
+        note_agent_call(record, out)
     return out

@@ -291,6 +291,11 @@ def _import_file(path: Path, source_format: str, strict: bool, replace: bool) ->
             status="already imported",
             session_ids=list(previous.session_ids),
         )
+    from sessions_app.ingest.streaming import store_streamed, streamable
+
+    streamed = streamable(path, source_format, strict=strict, replace=replace)
+    if streamed is not None:
+        return store_streamed(path, digest, streamed, replace=replace)
     result = parse_file(path, source_format)
     return store_result(path, digest, result, strict=strict, replace=replace)
 

@@ -135,23 +135,48 @@ class ParsedSession:
         Keys: turns, events, tool_calls, unanswered_calls (no result anywhere later and not
         pending), pending_calls (awaiting approval / long-running, no result), todo_items.
         """
-        answered: set[str] = set()
-        pending: set[str] = set()
-        calls: list[str] = []
+        tally = CallTally()
         for event in self.events:
-            if event.role == "tool":
-                answered.add(event.answered_call_id)
-            for call in event.tool_calls:
-                calls.append(str(call.get("id", "")))
-            pending.update(event.pending_call_ids)
-        open_calls = [c for c in calls if c not in answered]
+            tally.add(event)
+        return tally.stats(len(self.turns), self.todos)
+
+
+class CallTally:
+    """`ParsedSession.stats` of events fed once, in order (`add`): a call is unanswered
+    when no result for its id comes anywhere in the session (before or after it) and
+    pending when some event marks its id as awaiting a person. Keeps ids, not events."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.calls = 0
+        self._answered: set[str] = set()
+        self._pending: set[str] = set()
+        self._open: dict[str, int] = {}
+
+    def add(self, event: ParsedEvent) -> None:
+        """Count `event` (the next in order)."""
+        self.events += 1
+        if event.role == "tool":
+            answered = event.answered_call_id
+            self._answered.add(answered)
+            self._open.pop(answered, None)
+        for call in event.tool_calls:
+            call_id = str(call.get("id", ""))
+            self.calls += 1
+            if call_id not in self._answered:
+                self._open[call_id] = self._open.get(call_id, 0) + 1
+        self._pending.update(event.pending_call_ids)
+
+    def stats(self, turns: int, todos: list[ParsedTodo] | None) -> dict[str, int]:
+        """The `ParsedSession.stats` keys, for a session of `turns` turns and `todos`."""
+        pending = self._pending
         return {
-            "turns": len(self.turns),
-            "events": len(self.events),
-            "tool_calls": len(calls),
-            "unanswered_calls": sum(1 for c in open_calls if c not in pending),
-            "pending_calls": sum(1 for c in open_calls if c in pending),
-            "todo_items": len(self.todos or []),
+            "turns": turns,
+            "events": self.events,
+            "tool_calls": self.calls,
+            "unanswered_calls": sum(n for c, n in self._open.items() if c not in pending),
+            "pending_calls": sum(n for c, n in self._open.items() if c in pending),
+            "todo_items": len(todos or []),
         }
 
 

@@ -46,8 +46,8 @@ from sessions_app.ingest.claude_tree import (
     INTERRUPT_PREFIX,
     META_PREFIXES,
     Tree,
-    agent_calls,
     is_prompt,
+    note_agent_call,
     partition_key,
     read_records,
     sidechain_agents,
@@ -59,7 +59,13 @@ from sessions_app.ingest.normalise import (
     normalise_arguments,
     parse_iso,
 )
-from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParseResult, tool_result_event
+from sessions_app.ingest.parsed import (
+    ImportProblem,
+    ParsedEvent,
+    ParsedSession,
+    ParseResult,
+    tool_result_event,
+)
 from sessions_app.ingest.reading import JsonLinesText
 from sessions_app.ingest.registry import JsonLinesFormat
 from sessions_app.models import Session
@@ -136,19 +142,32 @@ class _Conversation:
         # user events held back until they have it (Claude Code sends them after).
         self.waiting: set[str] = set()
         self.held: list[tuple[int, ParsedEvent, str]] = []
+        self.abandoned: dict[str, str] = {}
+
+    def start(self, leaf: str) -> None:
+        """Get ready for this session's records; `leaf`: the uuid of its last one."""
+        self.abandoned = self.tree.abandoned(leaf) if leaf else {}
+
+    def record(self, number: int, at: datetime, record: dict[str, Any]) -> None:
+        """Add one record (the next of this session's, in file order) to the builder."""
+        uuid = str(record.get("uuid") or "")
+        abandoned = self.abandoned
+        archived = parse_iso(abandoned[uuid]) or at if uuid in abandoned else None
+        if record["type"] == "assistant":
+            self._assistant(at, record, archived)
+        else:
+            self._user(number, at, record, archived)
+
+    def finish(self) -> None:
+        """Place what is still held back: every record was added."""
+        self._release()
 
     def run(self, items: list[tuple[int, datetime, dict[str, Any]]]) -> None:
         """Add every record of `items` (file order) to the builder."""
-        leaf = str(items[-1][2].get("uuid") or "")
-        abandoned = self.tree.abandoned(leaf) if leaf else {}
+        self.start(str(items[-1][2].get("uuid") or ""))
         for number, at, record in items:
-            uuid = str(record.get("uuid") or "")
-            archived = parse_iso(abandoned[uuid]) or at if uuid in abandoned else None
-            if record["type"] == "assistant":
-                self._assistant(at, record, archived)
-            else:
-                self._user(number, at, record, archived)
-        self._release()
+            self.record(number, at, record)
+        self.finish()
 
     def _release(self) -> None:
         held, self.held, self.waiting = self.held, [], set()
@@ -314,56 +333,100 @@ class _Conversation:
         )
 
 
+class ClaudeFile:
+    """What a Claude Code file says beyond its conversation records, read as its records
+    go past (`note`): the main session id, the tree, the calls that started sub-agents,
+    compaction boundaries and summaries; then which session each record belongs to
+    (`key`, once `close`d) and each session's title and header (`build`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.main_id = ""
+        self.tree = Tree()
+        self.calls: dict[str, str] = {}
+        self.boundaries: dict[str, dict[str, Any]] = {}
+        self.summaries: list[dict[str, Any]] = []
+        self.inherited: dict[str, str] = {}
+
+    def note(self, at: datetime | None, record: dict[str, Any]) -> None:
+        """Take in one typed record (`at`: its time when it is a usable user/assistant
+        record, else None), in file order."""
+        if at is not None and not self.main_id and isinstance(record.get("sessionId"), str):
+            self.main_id = record["sessionId"]
+        self.tree.add(record)
+        note_agent_call(record, self.calls)
+        rtype = record.get("type")
+        if rtype == "system" and record.get("subtype") == "compact_boundary":
+            self.boundaries[str(record.get("uuid"))] = record
+        elif rtype == "summary" and isinstance(record.get("summary"), str):
+            self.summaries.append(record)
+
+    def close(self) -> None:
+        """Every record was noted: work out what needs them all."""
+        self.main_id = self.main_id or self.path.name.removesuffix(".jsonl")
+        self.inherited = sidechain_agents(self.tree)
+
+    def key(self, record: dict[str, Any]) -> str:
+        """The session of the file `record` belongs to (`claude_tree.partition_key`)."""
+        return partition_key(record, self.inherited)
+
+    def conversation(self, key: str) -> _Conversation:
+        """A new `_Conversation` for session `key` of the file."""
+        return _Conversation(subagent_session_id(self.main_id, key), self.tree, self.boundaries)
+
+    def title(self, key: str, conversation: _Conversation, leaf: str) -> str:
+        """The title of session `key` (`leaf`: the uuid of its last record)."""
+        title = first_line(conversation.first_prompt)
+        if key.startswith("acompact"):
+            title = f"Compaction summariser of {self.main_id}"
+        elif key:
+            title = f"Sub-agent: {title or key}"
+        elif self.summaries:
+            active = self.tree.path(leaf)
+            on_branch = [r for r in self.summaries if r.get("leafUuid") in active]
+            title = (on_branch or self.summaries)[-1 if on_branch else 0]["summary"]
+        return title or conversation.builder.session_id
+
+    def link(self, key: str, parsed: ParsedSession) -> ParsedSession:
+        """`parsed` (session `key`) linked to its parent session and call."""
+        if key:
+            parsed.parent_session_id = self.main_id
+            parsed.parent_call_id = self.calls.get(key, "")
+        return parsed
+
+
+#: What `SessionBuilder.build` / `header` take for every Claude Code session.
+SESSION_FIELDS: dict[str, Any] = {
+    "app_name": "claude-code",
+    "user_id": "",
+    "state": {},
+    "source_format": Session.SourceFormat.CLAUDE_CODE,
+}
+
+
 def parse_claude_code(path: Path, text: JsonLinesText) -> ParseResult:
     """Parse one Claude Code JSONL file (see the module docstring for the rules): the main
     conversation and each sub-agent in it, one session each."""
-    name = str(path)
     problems: list[ImportProblem] = []
-    records, everything = read_records(name, text, problems)
+    shape = ClaudeFile(path)
+    records: list[tuple[int, datetime, dict[str, Any]]] = []
+    for number, at, record in read_records(str(path), text, problems):
+        shape.note(at, record)
+        if at is not None:
+            records.append((number, at, record))
     if not records:
         return ParseResult(sessions=[], problems=problems)
-    main_id = next(
-        (r["sessionId"] for _n, _a, r in records if isinstance(r.get("sessionId"), str)), ""
-    ) or path.name.removesuffix(".jsonl")
-    tree = Tree(everything)
-    calls = agent_calls(everything)
-    boundaries = {
-        str(r.get("uuid")): r
-        for r in everything
-        if r.get("type") == "system" and r.get("subtype") == "compact_boundary"
-    }
-    summaries = [
-        r for r in everything if r.get("type") == "summary" and isinstance(r.get("summary"), str)
-    ]
+    shape.close()
     parts: dict[str, list[tuple[int, datetime, dict[str, Any]]]] = {}
-    inherited = sidechain_agents(tree)
     for item in records:
-        parts.setdefault(partition_key(item[2], inherited), []).append(item)
+        parts.setdefault(shape.key(item[2]), []).append(item)
     sessions = []
     for key, items in parts.items():
-        session_id = subagent_session_id(main_id, key)
-        conversation = _Conversation(session_id, tree, boundaries)
+        conversation = shape.conversation(key)
         conversation.run(items)
-        title = first_line(conversation.first_prompt)
-        if key.startswith("acompact"):
-            title = f"Compaction summariser of {main_id}"
-        elif key:
-            title = f"Sub-agent: {title or key}"
-        elif summaries:
-            active = tree.path(str(items[-1][2].get("uuid") or ""))
-            on_branch = [r for r in summaries if r.get("leafUuid") in active]
-            title = (on_branch or summaries)[-1 if on_branch else 0]["summary"]
-        parsed = conversation.builder.build(
-            app_name="claude-code",
-            user_id="",
-            title=title or session_id,
-            state={},
-            source_format=Session.SourceFormat.CLAUDE_CODE,
-        )
-        if key:
-            parsed.parent_session_id = main_id
-            parsed.parent_call_id = calls.get(key, "")
-        sessions.append(parsed)
+        title = shape.title(key, conversation, str(items[-1][2].get("uuid") or ""))
+        parsed = conversation.builder.build(title=title, **SESSION_FIELDS)
+        sessions.append(shape.link(key, parsed))
     return ParseResult(sessions=sessions, problems=problems)
 
 

@@ -37,8 +37,11 @@ from sessions_app.ingest.redaction.prefilter import might_hold_secret
 from sessions_app.ingest.redaction.records import (
     redact_event_fields,
     redact_parse_result,
+    redact_parsed_event,
     redact_parsed_session,
+    redact_parsed_turn,
     redact_todo_items,
+    session_turn_ids,
 )
 from sessions_app.ingest.redaction.rules import (
     ID_MARKER_PREFIX,
@@ -58,11 +61,14 @@ __all__ = [
     "redact_event_fields",
     "redact_id",
     "redact_parse_result",
+    "redact_parsed_event",
     "redact_parsed_session",
+    "redact_parsed_turn",
     "redact_path",
     "redact_text",
     "redact_todo_items",
     "redact_value",
     "redact_values",
     "secret_spans",
+    "session_turn_ids",
 ]

@@ -3,7 +3,7 @@ event's columns (`redact_event_fields`) and todo items (`redact_todo_items`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -14,7 +14,7 @@ from sessions_app.ingest.redaction.prefilter import might_hold_secret
 
 if TYPE_CHECKING:
     from agentops.runtime.todos import TodoItem
-    from sessions_app.ingest.parsed import ParsedSession, ParseResult
+    from sessions_app.ingest.parsed import ParsedEvent, ParsedSession, ParsedTurn, ParseResult
 
 #: Longest title and turn note the columns hold (cut after redacting, never before).
 TITLE_LENGTH = 500
@@ -72,36 +72,13 @@ def redact_parsed_session(parsed: ParsedSession) -> None:
     if parsed.source_path is not None:
         parsed.source_path = redact_text(parsed.source_path)
     for turn in parsed.turns:
-        turn.id = turn_id(turn.id)
-        turn.status_note = redact_text(turn.status_note)[:TITLE_LENGTH]
-        turn.failure_message = redact_text(turn.failure_message)
-        code = redact_id(turn.failure_code)
-        if code != turn.failure_code:
-            turn.failure_code = failure_code_of(code)
+        redact_parsed_turn(turn, turn_id)
     for item in parsed.todos or []:
         item.content = redact_text(item.content)
         item.status = redact_text(item.status)
         item.active_form = redact_text(item.active_form)
     for event in parsed.events:
-        event.turn_id = turn_id(event.turn_id) if event.turn_id else ""
-        if not _might_hold(
-            event.text, event.reasoning, event.author, event.source_id, event.tool_call_id,
-            event.pending_call_ids, event.parts, event.tool_calls, event.tool_response,
-            event.usage, event.state_delta, event.raw,
-        ):  # fmt: skip
-            continue
-        event.text = redact_text(event.text)
-        event.reasoning = redact_text(event.reasoning)
-        event.author = redact_text(event.author)
-        event.source_id = redact_text(event.source_id)
-        event.tool_call_id = redact_text(event.tool_call_id)
-        event.pending_call_ids = [redact_text(c) for c in event.pending_call_ids]
-        event.parts = redact_value(event.parts)
-        event.tool_calls = redact_value(event.tool_calls)
-        event.tool_response = redact_value(event.tool_response)
-        event.usage = redact_value(event.usage)
-        event.state_delta = redact_value(event.state_delta)
-        event.raw = redact_value(event.raw)
+        redact_parsed_event(event, turn_id)
     changes = []
     for change in parsed.todo_changes:
         redacted = redact_value(change)
@@ -110,6 +87,47 @@ def redact_parsed_session(parsed: ParsedSession) -> None:
         changes.append(redacted)
     parsed.todo_changes = changes
     parsed.tool_outcomes = [redact_value(o) for o in parsed.tool_outcomes]
+
+
+def session_turn_ids(old_session_id: str) -> Callable[[str], str]:
+    """The redacted turn ids of session `old_session_id` (as `redact_parsed_session`
+    maps them), for a session redacted a piece at a time (`ingest.streamed`)."""
+    return _TurnIds(old_session_id, redact_id(old_session_id))
+
+
+def redact_parsed_turn(turn: ParsedTurn, turn_id: Callable[[str], str]) -> None:
+    """Redact, in place, one turn of a parsed session (`redact_parsed_session`; `turn_id`:
+    `session_turn_ids` of its session)."""
+    turn.id = turn_id(turn.id)
+    turn.status_note = redact_text(turn.status_note)[:TITLE_LENGTH]
+    turn.failure_message = redact_text(turn.failure_message)
+    code = redact_id(turn.failure_code)
+    if code != turn.failure_code:
+        turn.failure_code = failure_code_of(code)
+
+
+def redact_parsed_event(event: ParsedEvent, turn_id: Callable[[str], str]) -> None:
+    """Redact, in place, one event of a parsed session (`redact_parsed_session`;
+    `turn_id`: `session_turn_ids` of its session)."""
+    event.turn_id = turn_id(event.turn_id) if event.turn_id else ""
+    if not _might_hold(
+        event.text, event.reasoning, event.author, event.source_id, event.tool_call_id,
+        event.pending_call_ids, event.parts, event.tool_calls, event.tool_response,
+        event.usage, event.state_delta, event.raw,
+    ):  # fmt: skip
+        return
+    event.text = redact_text(event.text)
+    event.reasoning = redact_text(event.reasoning)
+    event.author = redact_text(event.author)
+    event.source_id = redact_text(event.source_id)
+    event.tool_call_id = redact_text(event.tool_call_id)
+    event.pending_call_ids = [redact_text(c) for c in event.pending_call_ids]
+    event.parts = redact_value(event.parts)
+    event.tool_calls = redact_value(event.tool_calls)
+    event.tool_response = redact_value(event.tool_response)
+    event.usage = redact_value(event.usage)
+    event.state_delta = redact_value(event.state_delta)
+    event.raw = redact_value(event.raw)
 
 
 def redact_parse_result(result: ParseResult, source_text: str | None) -> None:
@@ -169,6 +187,9 @@ __all__ = [
     "might_hold_secret",
     "redact_event_fields",
     "redact_parse_result",
+    "redact_parsed_event",
     "redact_parsed_session",
+    "redact_parsed_turn",
     "redact_todo_items",
+    "session_turn_ids",
 ]
