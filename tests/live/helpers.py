@@ -84,8 +84,8 @@ def stream_text(message: dict[str, Any]) -> str:
     return html.unescape(found[1])
 
 
-#: Frames of a message already received but not yet read, per communicator.
-_UNREAD: weakref.WeakKeyDictionary[WebsocketCommunicator, deque[str]] = weakref.WeakKeyDictionary()
+#: Frames of a message already received but not yet read, per connection.
+_UNREAD: weakref.WeakKeyDictionary[Any, deque[str]] = weakref.WeakKeyDictionary()
 
 
 def frames_of(message: str | bytes) -> list[str]:
@@ -103,6 +103,16 @@ async def receive_frame(comm: WebsocketCommunicator, timeout: float = 10) -> dic
     unread = _UNREAD.setdefault(comm, deque())
     if not unread:
         unread.extend(frames_of(await comm.receive_from(timeout=timeout)))
+    return frame(unread.popleft())
+
+
+async def recv_frame(ws: Any, timeout: float | None = None) -> dict[str, Any]:
+    """The next frame a ``websockets`` client connection `ws` receives, read by `frame`
+    (a message of several frames is read one frame at a time); TimeoutError after
+    `timeout` seconds."""
+    unread = _UNREAD.setdefault(ws, deque())
+    if not unread:
+        unread.extend(frames_of(await asyncio.wait_for(ws.recv(), timeout)))
     return frame(unread.popleft())
 
 
