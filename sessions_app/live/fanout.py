@@ -10,11 +10,15 @@ to its watchers in `Batch`es: everything that arrived while it was serving the p
 batch goes in the next one. A batch whose first message waited more than `BEHIND_SECONDS`
 is marked `behind`: the process is not keeping up, and its watchers are sent fewer, fuller
 frames (fragments of one turn joined; see `sessions_app.live.watcher`) instead of falling
-further behind. It yields to the event loop every `YIELD_EVERY` watchers, and after a pass
-over more of them that took d seconds (more than `QUIET_PASS_SECONDS`) it rests d/2
+further behind. It serves watchers in slices of at most about `SLICE_SECONDS`, and lets the
+event loop go round twice after each (`_let_others_run`): a turn whose timer or read became
+due during a slice runs before the next slice, so a turn step waits for at most one slice,
+not for a whole pass (nor for two slices, as one go round would: asyncio resumes a task the
+round after its timer fired, behind a slice scheduled meanwhile). After a pass over more
+than `MANY_WATCHERS` that took d seconds (more than `QUIET_PASS_SECONDS`) it rests d/2
 seconds before the next one: serving watchers takes at most about two thirds of the
-process's event loop, so the turns this process runs keep their pace however many watch them (the
-watchers then get fuller batches, a little later).
+process's event loop, so the turns this process runs keep their pace however many watch
+them (the watchers then get fuller batches, a little later).
 
 Nothing is lost silently: a message an outbox numbered (`outbox`) that arrives after a gap
 in its numbers, or a ``live.resync``, tells every watcher of the feed to resume from the
@@ -39,13 +43,16 @@ from sessions_app.live.payloads import EVENT, RESYNC, unbatched
 
 logger = logging.getLogger(__name__)
 
-#: The feed lets other tasks run after serving this many watchers.
-YIELD_EVERY = 50
+#: The feed lets other tasks run after serving watchers for this long.
+SLICE_SECONDS = 0.002
+
+#: A feed serving more watchers than this rests after a long pass.
+MANY_WATCHERS = 50
 
 #: A batch whose first message waited longer than this is served as `Batch.behind`.
 BEHIND_SECONDS = 0.1
 
-#: A pass over more than `YIELD_EVERY` watchers that took longer than this is followed by
+#: A pass over more than `MANY_WATCHERS` watchers that took longer than this is followed by
 #: a rest (`REST_SHARE` of it, at most `MAX_REST_SECONDS`).
 QUIET_PASS_SECONDS = 0.005
 MAX_REST_SECONDS = 0.25
@@ -199,16 +206,26 @@ class Feed:
                 started = loop.time()
                 batch = Batch(self.pending, behind=started - self.pending_since > BEHIND_SECONDS)
                 self.pending = []
-                for index, watcher in enumerate(watchers, 1):
+                sliced = started
+                for watcher in watchers:
                     if watcher in self.watchers:
                         await _safely(watcher.take(batch))
-                    if index % YIELD_EVERY == 0:
-                        await asyncio.sleep(0)
+                    if loop.time() - sliced > SLICE_SECONDS:
+                        await _let_others_run()
+                        sliced = loop.time()
                 took = loop.time() - started
-                many = len(watchers) > YIELD_EVERY and took > QUIET_PASS_SECONDS
+                many = len(watchers) > MANY_WATCHERS and took > QUIET_PASS_SECONDS
                 await asyncio.sleep(min(took * REST_SHARE, MAX_REST_SECONDS) if many else 0)
         finally:
             self.serving = None
+
+
+async def _let_others_run() -> None:
+    """Let the event loop go round twice: what became ready meanwhile (a turn's timer
+    fired, a socket to write or read) runs, and so does the task it woke, before this one
+    goes on."""
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
 async def _safely(call: Awaitable[None]) -> None:

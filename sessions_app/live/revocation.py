@@ -15,8 +15,9 @@ Sockets close with code 4403 (`consumer.CLOSE_FORBIDDEN`). Sending is best effor
 channel layer that is down must not fail the change, and each socket's sign-in is also
 re-read every ``AGENTOPS_WATCHER_RECHECK_SECONDS`` anyway (`recheck_periodically`): one
 sweep per server process, about once a second, reads the sign-ins that are due, each once
-however many sockets share it, in one call on a worker thread of its own (never the
-thread the process's turns write through), and closes the sockets of those that ended.
+however many sockets share it (and each of their users' roles once), in one call on a
+worker thread of its own (never the thread the process's turns write through), and closes
+the sockets of those that ended.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import get_user, user_logged_out
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import AnonymousUser, Group, User
 from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.http import HttpRequest
@@ -145,16 +146,36 @@ class Revocable(Protocol):
         """Close 4403 and send nothing more."""
 
 
+def _signed_in_user(session_key: str) -> User | AnonymousUser:
+    """The user of sign-in `session_key`, read afresh (anonymous when the sign-in ended,
+    the user is inactive or changed password)."""
+    request = HttpRequest()
+    request.session = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
+    return get_user(request)
+
+
 def signed_in_may_view(session_key: str) -> bool:
     """Whether sign-in `session_key` still exists and its user (read afresh: active,
     password unchanged, role) may view sessions."""
-    request = HttpRequest()
-    request.session = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
-    return can_view(get_user(request))
+    return can_view(_signed_in_user(session_key))
 
 
 def _ended(session_keys: list[str]) -> list[str]:
-    return [key for key in session_keys if not signed_in_may_view(key)]
+    """The sign-ins of `session_keys` whose user may no longer view sessions: each sign-in
+    and its user read afresh, each user's role read once (many sign-ins are one user's:
+    reading their permissions once per sign-in was most of a sweep)."""
+    role: dict[Any, bool] = {}  # user pk -> may view, as read in this sweep
+    ended = []
+    for key in session_keys:
+        user = _signed_in_user(key)
+        if not user.is_authenticated:
+            ended.append(key)
+            continue
+        if user.pk not in role:
+            role[user.pk] = can_view(user)
+        if not role[user.pk]:
+            ended.append(key)
+    return ended
 
 
 class _Sweep:

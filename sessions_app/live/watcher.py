@@ -7,8 +7,9 @@ fragment older than that is stale and dropped), and the turns whose streaming bo
 sent. In a batch served when the process fell behind (`Batch.behind`), consecutive
 fragments of one turn become one frame with their text joined, and fragments followed in
 the batch by a stored event of their turn are not sent (that event's frame clears the box
-they would stream into), and the frames go in one websocket message (`message`): a process
-that fell behind sends fewer, fuller messages, never other text.
+they would stream into): a process that fell behind sends fewer, fuller frames, never other
+text. Whatever the batch, its frames go to the watcher in one websocket message
+(`messages`).
 Frames depend only on the message and the watcher's position, so the batch keeps each one
 made (`Batch.frame`) for every watcher at the same position: once per process in the
 usual case.
@@ -67,13 +68,13 @@ class WatcherFrames:
     # -- live messages -------------------------------------------------------------------
 
     def messages(self, batch: Batch) -> list[str]:
-        """The websocket messages `batch` means for this watcher: one per frame, or, for a
-        batch served behind, its frames joined in one (the page handles each frame's state
-        in turn)."""
+        """The websocket messages `batch` means for this watcher: its frames joined in one
+        (the page handles each frame's state in turn), or none. One send per watcher per
+        batch, however many messages queued up: a send costs the server far more than the
+        bytes it carries (a write and two changes to the event loop's registrations in
+        daphne's Twisted, per socket)."""
         frames = self.frames(batch)
-        if batch.behind and len(frames) > 1:
-            return ["".join(frames)]
-        return frames
+        return ["".join(frames)] if frames else []
 
     def frames(self, batch: Batch) -> list[str]:
         """The frames `batch` means for this watcher, in order (module docstring)."""

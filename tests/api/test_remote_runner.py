@@ -22,7 +22,7 @@ from django.contrib.auth.models import User
 from sessions_app.api.keys import create_key
 from sessions_app.models import Event, Turn
 from tests.factories import make_session
-from tests.live.helpers import ROOT, DaphneServer, frame, session_cookie
+from tests.live.helpers import ROOT, DaphneServer, recv_frame, session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,7 +38,7 @@ def _runner(server: DaphneServer, key: str, session_id: str, mode: str) -> subpr
 async def _frames_until_turn_ends(ws: Any, seen: list[dict[str, Any]]) -> dict[str, Any]:
     async with asyncio.timeout(60):
         while True:
-            message = frame(await ws.recv())
+            message = await recv_frame(ws)
             seen.append(message)
             if message["kind"] == "turn" and message["status"] != "running":
                 return message
@@ -55,7 +55,7 @@ def test_remote_runner_is_watched_live_and_a_killed_one_is_abandoned(
         url = f"ws://127.0.0.1:{server.port}/ws/sessions/s-remote/?after=0"
         headers = {"Cookie": cookie, "Origin": server.url}
         async with websockets.connect(url, additional_headers=headers) as ws:
-            assert frame(await ws.recv())["kind"] == "hello"
+            assert (await recv_frame(ws))["kind"] == "hello"
             completed: list[dict[str, Any]] = []
             child = _runner(server, key, "s-remote", "complete")
             ended = await _frames_until_turn_ends(ws, completed)

@@ -19,7 +19,7 @@ from sessions_app.api.keys import create_key
 from sessions_app.models import Event, Turn
 from tests.api.test_remote_runner import _frames_until_turn_ends
 from tests.factories import make_session
-from tests.live.helpers import ROOT, DaphneServer, frame, session_cookie
+from tests.live.helpers import ROOT, DaphneServer, recv_frame, session_cookie
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 POSTGRES = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
@@ -45,7 +45,7 @@ def test_remote_runner_is_watched_through_the_other_server(operator_user: User) 
         url = f"ws://127.0.0.1:{watcher.port}/ws/sessions/s-two/?after=0"
         headers = {"Cookie": cookie, "Origin": watcher.url}
         async with websockets.connect(url, additional_headers=headers) as ws:
-            assert frame(await ws.recv())["kind"] == "hello"
+            assert (await recv_frame(ws))["kind"] == "hello"
             seen: list[dict[str, Any]] = []
             child_env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
             child = subprocess.Popen(

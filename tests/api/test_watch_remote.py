@@ -18,7 +18,7 @@ from sessions_app.ingest import import_file
 from sessions_app.ingest.tail import TranscriptTail
 from sessions_app.ingest.tail_remote import RemoteSink, remote_turn_id
 from sessions_app.models import Event, ImportedFile, Session, Turn
-from tests.live.helpers import DaphneServer, frame, session_cookie
+from tests.live.helpers import DaphneServer, recv_frame, session_cookie
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,7 +59,7 @@ class Watcher(threading.Thread):
         async with websockets.connect(self.url, additional_headers=self.headers) as ws:
             while not self.stop.is_set():
                 try:
-                    got = frame(await asyncio.wait_for(ws.recv(), 0.2))
+                    got = await recv_frame(ws, 0.2)
                 except TimeoutError:
                     continue
                 if got["kind"] == "hello":

@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -82,9 +84,36 @@ def stream_text(message: dict[str, Any]) -> str:
     return html.unescape(found[1])
 
 
+#: Frames of a message already received but not yet read, per connection.
+_UNREAD: weakref.WeakKeyDictionary[Any, deque[str]] = weakref.WeakKeyDictionary()
+
+
+def frames_of(message: str | bytes) -> list[str]:
+    """The frames of one websocket message (each begins with its ``#live-state``; the
+    server sends what queued up for a watcher in one message), as static/live.js reads
+    them."""
+    text = message.decode() if isinstance(message, bytes) else message
+    start = '<span id="live-state"'
+    return [start + part for part in text.split(start)[1:]] or [text]
+
+
 async def receive_frame(comm: WebsocketCommunicator, timeout: float = 10) -> dict[str, Any]:
-    """The next frame `comm` receives, read by `frame`."""
-    return frame(await comm.receive_from(timeout=timeout))
+    """The next frame `comm` receives, read by `frame` (a message of several frames is
+    read one frame at a time)."""
+    unread = _UNREAD.setdefault(comm, deque())
+    if not unread:
+        unread.extend(frames_of(await comm.receive_from(timeout=timeout)))
+    return frame(unread.popleft())
+
+
+async def recv_frame(ws: Any, timeout: float | None = None) -> dict[str, Any]:
+    """The next frame a ``websockets`` client connection `ws` receives, read by `frame`
+    (a message of several frames is read one frame at a time); TimeoutError after
+    `timeout` seconds."""
+    unread = _UNREAD.setdefault(ws, deque())
+    if not unread:
+        unread.extend(frames_of(await asyncio.wait_for(ws.recv(), timeout)))
+    return frame(unread.popleft())
 
 
 async def receive_until(

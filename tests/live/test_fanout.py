@@ -17,14 +17,21 @@ from django.contrib.auth.models import User
 
 from agentops.runtime.model import Content, Event, Role
 from sessions_app import live
-from sessions_app.live import groups
+from sessions_app.live import fanout, groups
 from sessions_app.live.consumer import CLOSE_BEHIND
 from sessions_app.live.fanout import Batch
 from sessions_app.live.groups import group_name
 from sessions_app.live.watcher import WatcherFrames
 from sessions_app.models import Event as EventRow
 from tests.factories import make_session
-from tests.live.helpers import communicator, frame, receive_until, session_cookie, turn_ended
+from tests.live.helpers import (
+    communicator,
+    frame,
+    frames_of,
+    receive_until,
+    session_cookie,
+    turn_ended,
+)
 
 SID = "s-fanout"
 
@@ -39,10 +46,11 @@ def _cancel() -> dict[str, Any]:
     return {"type": "turn.cancel", "session_id": SID, "turn_id": "t1"}
 
 
-def test_a_batch_in_time_is_sent_frame_by_frame() -> None:
+def test_a_batch_in_time_goes_to_a_watcher_in_one_message_frame_by_frame() -> None:
     batch = Batch([_partial("a"), _partial("b"), _cancel()])
-    messages = WatcherFrames(SID).messages(batch)
-    assert [frame(m)["kind"] for m in messages] == ["partial", "partial", "cancel"]
+    [message] = WatcherFrames(SID).messages(batch)
+    assert [frame(one)["kind"] for one in frames_of(message)] == ["partial", "partial", "cancel"]
+    assert 'id="stream-text-t1">a</div>' in message  # the fragments are not joined
 
 
 def test_a_batch_behind_joins_a_turns_fragments_in_one_message() -> None:
@@ -56,6 +64,43 @@ def test_frames_are_made_once_per_batch_for_watchers_at_the_same_position() -> N
     batch = Batch([_partial("a"), _cancel()])
     first, second = WatcherFrames(SID), WatcherFrames(SID)
     assert all(a is b for a, b in zip(first.frames(batch), second.frames(batch), strict=True))
+
+
+class _Recording:
+    """A watcher that notes when it was served."""
+
+    def __init__(self, name: int, log: list[str], wake: asyncio.Future[None] | None) -> None:
+        self.name, self.log, self.wake = name, log, wake
+
+    async def take(self, batch: Batch) -> None:
+        self.log.append(f"take {self.name}")
+        if self.wake is not None:  # as a turn's timer firing meanwhile
+            asyncio.get_running_loop().call_soon(self.wake.set_result, None)
+
+    async def resume_from_database(self) -> None:
+        self.log.append(f"resume {self.name}")
+
+
+async def test_a_task_woken_while_watchers_are_served_runs_before_the_next_slice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fanout, "SLICE_SECONDS", 0.0, raising=False)  # a slice per watcher
+    log: list[str] = []
+    wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def turn() -> None:
+        await wake
+        log.append("turn")
+
+    feed = fanout.Feed(SID)
+    for name in range(5):
+        feed.watchers[_Recording(name, log, wake if name == 0 else None)] = None
+    woken = asyncio.create_task(turn())
+    feed.accept(_cancel())
+    await woken
+    while feed.serving is not None:
+        await asyncio.sleep(0)
+    assert log == ["take 0", "turn", "take 1", "take 2", "take 3", "take 4"]
 
 
 @pytest.fixture

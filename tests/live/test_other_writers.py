@@ -20,7 +20,13 @@ from django.utils import timezone
 from sessions_app.live import elsewhere
 from sessions_app.models import Event, Session, Turn
 from tests.factories import make_session
-from tests.live.helpers import ROOT, DaphneServer, database_url_for_servers, frame, session_cookie
+from tests.live.helpers import (
+    ROOT,
+    DaphneServer,
+    database_url_for_servers,
+    recv_frame,
+    session_cookie,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -116,7 +122,7 @@ def test_run_turn_beside_the_server_is_watched_live(operator_user: User) -> None
                 try:
                     async with websockets.connect(url, additional_headers=headers) as ws:
                         if child is None:
-                            assert frame(await ws.recv())["kind"] == "hello"
+                            assert (await recv_frame(ws))["kind"] == "hello"
                             child = subprocess.Popen(
                                 [sys.executable, "manage.py", "run_turn", "s-beside",
                                  "plan my day"],
@@ -125,7 +131,7 @@ def test_run_turn_beside_the_server_is_watched_live(operator_user: User) -> None
                             )  # fmt: skip
                         done = False
                         while True:
-                            message = frame(await ws.recv())
+                            message = await recv_frame(ws)
                             seen.append(message)
                             if message["kind"] == "event":
                                 last = max(last, message["event_id"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,8 +17,10 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session as SignIn
 from django.test import Client
+from django.utils import timezone
 
 from sessions_app import live
+from sessions_app.live import revocation
 from sessions_app.live.consumer import CLOSE_FORBIDDEN
 from tests.factories import make_session
 from tests.live.helpers import communicator, receive_until, scripted_agent, session_cookie
@@ -138,3 +141,20 @@ async def test_deactivation_closes_the_socket_through_redis(
     comm = await _watch(await sync_to_async(session_cookie)(operator_user))
     await sync_to_async(_deactivate)(operator_user)
     await _assert_closed_then_silent(comm)
+
+
+def test_a_sweep_reads_each_sign_in_and_each_users_role_once(
+    operator_user: User, outsider_user: User, django_assert_num_queries: Any
+) -> None:
+    operators = [session_cookie(operator_user).split("=", 1)[1] for _ in range(3)]
+    outsider = session_cookie(outsider_user).split("=", 1)[1]
+    ended = SignIn.objects.create(
+        session_key="ended-sign-in-1",
+        session_data="",
+        expire_date=timezone.now() - timedelta(days=1),
+    )
+    keys = [*operators, outsider, ended.session_key]
+    # Per sign-in: its row and its user (none for the expired one); per user: the
+    # permissions of the user and of their groups.
+    with django_assert_num_queries(5 + 4 + 2 * 2):
+        assert revocation._ended(keys) == [outsider, ended.session_key]

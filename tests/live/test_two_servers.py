@@ -16,7 +16,7 @@ from websockets.asyncio.client import ClientConnection
 from sessions_app import live
 from sessions_app.models import Event, Turn
 from tests.factories import make_session
-from tests.live.helpers import DaphneServer, frame, session_cookie
+from tests.live.helpers import DaphneServer, recv_frame, session_cookie
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 
@@ -53,7 +53,7 @@ async def _watch_until_turn_ends(
 ) -> dict[str, Any]:
     async with asyncio.timeout(30):
         while True:
-            message = frame(await ws.recv())
+            message = await recv_frame(ws)
             seen.append(message)
             kind, status = message["kind"], message.get("status")
             if kind == "turn" and message["turn_id"] == turn_id and status != "running":
@@ -71,7 +71,7 @@ def test_turn_run_in_one_server_is_watched_through_the_other(
         url = f"ws://127.0.0.1:{b.port}/ws/sessions/s-two/?after={after}"
         headers = {"Cookie": operator, "Origin": b.url}
         async with websockets.connect(url, additional_headers=headers) as ws:
-            assert frame(await ws.recv())["kind"] == "hello"
+            assert (await recv_frame(ws))["kind"] == "hello"
             seen: list[dict[str, Any]] = []
             started = await _post(a, admin, "/sessions/s-two/run/", {"message": "hello from a"})
             ended = await _watch_until_turn_ends(ws, started["turn_id"], seen)
@@ -79,7 +79,7 @@ def test_turn_run_in_one_server_is_watched_through_the_other(
             # Stop through B a turn that runs in A.
             hanging = await _post(a, admin, "/sessions/s-two/run/", {"message": "hang there"})
             while True:
-                message = frame(await asyncio.wait_for(ws.recv(), 30))
+                message = await recv_frame(ws, 30)
                 if message["kind"] == "partial":
                     break
             await _post(b, admin, "/sessions/s-two/stop/", {})
