@@ -157,7 +157,11 @@ def test_ctrl_c_on_run_turn_cancels_the_turn_and_says_who_stopped_it(tmp_path: P
             "the turn's first event",
         )
         command.send_signal(signal.SIGINT)
-        assert command.wait(30) == 1, out.read_text() + err.read_text()
+        try:
+            code = command.wait(60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("run_turn did not exit after Ctrl-C:\n" + out.read_text() + err.read_text())
+        assert code == 1, out.read_text() + err.read_text()
     finally:
         command.kill()
     turn = Turn.objects.get(session_id="s-ctrl-c")
