@@ -67,8 +67,16 @@ def run_turn_process(
     process = subprocess.Popen(
         [sys.executable, "manage.py", "run_turn", session_id, f"from {name}"],
         cwd=ROOT, env=env, stdout=out.open("w"), stderr=err.open("w"), text=True,
+        preexec_fn=_interactive_signals,
     )  # fmt: skip
     return process, out, err
+
+
+def _interactive_signals() -> None:
+    """In the child before exec: Ctrl-C as at a terminal. A shell without job control
+    starts background commands (`.ci/run &`) with SIGINT ignored, every process below
+    inherits that, and Python then leaves Ctrl-C ignored: run_turn would never see it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def post(server: DaphneServer, cookie: str, path: str, data: dict[str, str]) -> httpx.Response:
@@ -165,12 +173,7 @@ def test_ctrl_c_on_run_turn_cancels_the_turn_and_says_who_stopped_it(tmp_path: P
             command.send_signal(signal.SIGABRT)  # faulthandler: every thread's stack
             with contextlib.suppress(subprocess.TimeoutExpired):
                 command.wait(10)
-            # Known and open (the Ctrl-C rule holds whenever it exits): in the full
-            # suite, after the earlier tests, run_turn has twice not exited
-            # after SIGINT; alone, and with the live tests, it always did. Recorded as an
-            # expected failure with the process's stacks until the cause is found.
-            stacks = out.read_text() + err.read_text()
-            pytest.xfail("run_turn did not exit after Ctrl-C:\n" + stacks)
+            pytest.fail("run_turn did not exit after Ctrl-C:\n" + out.read_text() + err.read_text())
         assert code == 1, out.read_text() + err.read_text()
     finally:
         command.kill()
