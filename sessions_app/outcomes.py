@@ -9,8 +9,10 @@ changed; the product projector (`sessions_app.projector`) uses the record.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -19,6 +21,8 @@ from agentops.runtime.protocol import inspect_tool_protocol
 from sessions_app.ingest.redaction import redact_text, redact_value
 from sessions_app.models import Event, Session, ToolOutcome
 from sessions_app.store import UnreadableRowError, load_facts, refresh_resume_status
+
+logger = logging.getLogger(__name__)
 
 
 class OutcomeRejectedError(ValueError):
@@ -142,4 +146,19 @@ def record_tool_outcome(
                 f"an outcome for call {call_id!r} was already recorded"
             ) from None
         refresh_resume_status(session.id)
+        transaction.on_commit(lambda: _tell_watchers(session.id, event_id, call_id))
     return record
+
+
+def _tell_watchers(session_id: str, event_id: int, call_id: str) -> None:
+    """Send the session's watchers the call with its outcome (``live.outcome``), so their
+    page stops saying it awaits the user; a failure is only logged (the outcome is kept)."""
+    from sessions_app.live.groups import broadcast
+    from sessions_app.live.payloads import OUTCOME, outcome_payload
+
+    try:
+        payload = outcome_payload(session_id, event_id, call_id)
+        if payload is not None:
+            async_to_sync(broadcast)(session_id, {"type": OUTCOME, "outcome": payload})
+    except Exception:  # a dead channel layer must not fail a committed outcome
+        logger.warning("live.outcome broadcast failed for %s", session_id, exc_info=True)

@@ -6,6 +6,8 @@ Messages sent to a session's group (`sessions_app.live.groups`), one consumer ha
 - ``{"type": "live.partial", "partial": PartialPayload}``: a streaming fragment (never
   stored; replaced by the complete event that follows it).
 - ``{"type": "live.turn", "turn": TurnPayload}``: a turn began or changed status.
+- ``{"type": "live.outcome", "outcome": OutcomePayload}``: someone recorded what happened
+  to a call that had no result, or decided on a call awaiting a person.
 - ``{"type": "turn.cancel", "session_id", "turn_id"}``: stop request; the process that
   runs the turn cancels it (`turn_id` "" = every turn of the session it runs).
 - ``{"type": "live.batch", "messages": [...]}``: several of the above, in order (what an
@@ -30,6 +32,10 @@ Payload shapes (times ISO 8601 UTC):
   `delta` is the text fragment; `after_id` is the id of the turn's last stored event
   before this fragment, so a fragment whose complete event was already received can be
   dropped (a watcher that caught up after a reconnect).
+- OutcomePayload: ``{session_id, turn_status, event, position, record}``: `event` the
+  values of the assistant event holding the call, `position` the call's place among its
+  calls (1, 2, ...), `record` the recorded outcome (``event_id, call_id, tool_name,
+  outcome, result, reason, recorded_by, recorded_at``), `turn_status` its turn's status.
 - TurnPayload: ``{id, session_id, status, reason, failure_code, failure_stage,
   failure_message, status_note, stopped_by, started_at, finished_at, event_count,
   session_turn_count}`` and, read with it, the session's token totals and model
@@ -42,6 +48,7 @@ HTML for watchers is made from these values where they are watched
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -56,6 +63,7 @@ from sessions_app.store import row_fields_from_event
 EVENT = "live.event"
 PARTIAL = "live.partial"
 TURN = "live.turn"
+OUTCOME = "live.outcome"
 CANCEL = "turn.cancel"
 TODOS = "todos.changed"
 BATCH = "live.batch"
@@ -336,3 +344,26 @@ def last_event_id(session_id: str) -> int:
         .first()
     )
     return int(value or 0)
+
+
+def outcome_payload(session_id: str, event_id: int, call_id: str) -> dict[str, Any] | None:
+    """The OutcomePayload of the recorded outcome of call `call_id` of event `event_id`
+    (module docstring), or None when either is gone. Three queries."""
+    from sessions_app.projector import load_outcomes
+
+    record = load_outcomes(session_id, [event_id]).get((event_id, call_id))
+    row = models.Event.objects.filter(pk=event_id, session_id=session_id).values(*EVENT_FIELDS)
+    values = next(iter(row), None)
+    if record is None or values is None:
+        return None
+    calls = [str(call.get("id", "")) for call in values.get("tool_calls") or []]
+    status = (
+        models.Turn.objects.filter(pk=values["turn_id"]).values_list("status", flat=True).first()
+    )
+    return {
+        "session_id": session_id,
+        "turn_status": status or "",
+        "event": _values_of(values),
+        "position": calls.index(call_id) + 1 if call_id in calls else 0,
+        "record": {**asdict(record), "recorded_at": _iso(record.recorded_at)},
+    }

@@ -36,12 +36,14 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.template.loader import render_to_string
+from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from sessions_app import models
 from sessions_app.live.payloads import event_row, turn_row
 from sessions_app.pages import presenters
+from sessions_app.projector import RecordedOutcome
 from sessions_app.search.numbers import TokenTotals, cost_of
 
 RUNNING = models.Turn.Status.RUNNING
@@ -198,6 +200,32 @@ def turn_frame(turn: dict[str, Any], last_id: int) -> SafeString:
     body = _cached(key, lambda: _turn_body(turn))
     head = state("turn", last_id, turn_id=turn["id"], status=turn["status"], reason=turn["reason"])
     return head + body
+
+
+def outcome_frame(payload: dict[str, Any], last_id: int) -> SafeString:
+    """The frame of an OutcomePayload: the call shown again, with the outcome recorded
+    beside it (who, when, why), in place of its "awaiting the user" or "no result"."""
+    head = state("outcome", last_id, event_id=payload["event"]["id"])
+    return head + _cached(("outcome", repr(payload)), lambda: _outcome_body(payload))
+
+
+def _outcome_body(payload: dict[str, Any]) -> SafeString:
+    record = payload["record"]
+    outcome = RecordedOutcome(**{**record, "recorded_at": parse_datetime(record["recorded_at"])})
+    event = event_row(payload["event"])
+    views = presenters.conversation([event], outcomes={(event.id, outcome.call_id): outcome})
+    position = payload["position"]
+    if not 0 < position <= len(views[0].calls):
+        return mark_safe("")
+    context = {
+        "e": event,
+        "call": views[0].calls[position - 1],
+        "forloop": {"counter": position},  # the call's element id, as in the page's loop
+        "turn": SimpleNamespace(status=payload["turn_status"]),
+        "session": _session(payload["session_id"]),
+        "oob_call": True,
+    }
+    return mark_safe(render_to_string("sessions/turn_events.html#call", context))
 
 
 def partial_frame(partial: dict[str, Any], last_id: int, *, opens: bool) -> SafeString:

@@ -21,7 +21,7 @@ from typing import Any
 
 from sessions_app.live import render
 from sessions_app.live.fanout import Batch
-from sessions_app.live.payloads import CANCEL, EVENT, PARTIAL, TODOS, TURN
+from sessions_app.live.payloads import CANCEL, EVENT, OUTCOME, PARTIAL, TODOS, TURN
 from sessions_app.models import Turn
 
 RUNNING = Turn.Status.RUNNING
@@ -119,6 +119,9 @@ class WatcherFrames:
             turn = message["turn"]
             self._turn_changed(turn)
             return batch.frame((index, last_id), lambda: render.turn_frame(turn, last_id))
+        if kind == OUTCOME:
+            outcome = message["outcome"]
+            return batch.frame((index, last_id), lambda: render.outcome_frame(outcome, last_id))
         if kind == CANCEL:
             turn_id = message.get("turn_id", "")
             return batch.frame((index, last_id), lambda: render.cancel_frame(turn_id, last_id))

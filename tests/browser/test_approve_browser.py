@@ -69,7 +69,11 @@ def test_approving_a_pending_call_continues_the_turn_live(
         admin.wait_for_selector(".message.success")
         assert "The agent continues the turn with your decision." in admin.inner_text(".messages")
 
-        # The watcher never reloads: the continuation arrives over its websocket.
+        # The watcher never reloads: the decided call stops awaiting the user in place
+        # (``live.outcome``), and the continuation arrives over its websocket.
+        watcher.wait_for_selector(".tool-call.is-recorded .outcome-record", timeout=20_000)
+        assert "approved" in watcher.inner_text(".tool-call.is-recorded .tool-head")
+        assert watcher.locator(".tool-call.is-pending").count() == 0
         watcher.wait_for_selector("#timeline > article.turn[data-status=running]", timeout=20_000)
         watcher.wait_for_function(
             "() => document.querySelector('.streaming .stream-text')"
