@@ -79,7 +79,7 @@ class Session(models.Model):
         OPENAI_RESPONSES = "openai_responses", "OpenAI Responses items"
         ADK_DATABASE = "adk_database", "Google ADK session database"
         API = "api", "Recorded through the HTTP API"
-        OTLP = "otlp", "OpenTelemetry traces"
+        OTLP = "otlp", "OpenTelemetry (OTLP)"
 
     id = models.CharField(primary_key=True, max_length=255)
     app_name = models.CharField(max_length=255, db_index=True)
