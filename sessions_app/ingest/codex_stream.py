@@ -9,7 +9,8 @@ with none has no session: the whole parse refuses it, saying why). The second re
 (`pieces`) feeds each record to the parser's `codex_cli.Rollout` and hands on, a batch at
 a time, every event held but the last (the only one a later record changes: parallel
 calls join it), with the turns that closed (`streamed.SessionStream`). Memory holds the
-call ids and names, and one batch of events.
+call ids and names (for the results that come later), a few bytes per turn, and one batch
+of events.
 """
 
 from __future__ import annotations
