@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from sessions_app.ingest import codex_stream, import_file
-from sessions_app.ingest.claude_stream import BATCH_EVENTS
 from sessions_app.ingest.errors import ImportRefusedError
-from sessions_app.ingest.streamed import SessionStream
+from sessions_app.ingest.streamed import BATCH_EVENTS, SessionStream
 from sessions_app.models import Event, ImportedFile, Session
 from tests.test_import_streamed import STREAMED, WHOLE, _both_ways, _same
 

@@ -25,13 +25,10 @@ from sessions_app.ingest.claude_tree import read_records
 from sessions_app.ingest.formats.claude_code import SESSION_FIELDS, ClaudeFile, _Conversation
 from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParsedSession, ParsedTurn
 from sessions_app.ingest.reading import SourceLines
-from sessions_app.ingest.streamed import SessionStream
+from sessions_app.ingest.streamed import BATCH_EVENTS, SessionStream
 from sessions_app.models import Session
 
 __all__ = ["BATCH_EVENTS", "ClaudeStream", "StreamedPart", "read_claude_stream"]
-
-#: Settled events handed on at a time (one INSERT batch).
-BATCH_EVENTS = 1000
 
 
 @dataclass(slots=True)

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sessions_app.ingest.claude_stream import BATCH_EVENTS
 from sessions_app.ingest.formats.codex_cli import (
     SESSION_FIELDS,
     TOKEN_COUNT_PROBLEM,
@@ -35,7 +34,7 @@ from sessions_app.ingest.formats.codex_cli import (
 from sessions_app.ingest.normalise import parse_iso
 from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParsedSession, ParsedTurn
 from sessions_app.ingest.reading import SourceLines
-from sessions_app.ingest.streamed import SessionStream
+from sessions_app.ingest.streamed import BATCH_EVENTS, SessionStream
 from sessions_app.models import Session
 
 __all__ = ["CodexStream", "read_codex_stream"]

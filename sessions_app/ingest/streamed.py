@@ -33,7 +33,10 @@ from sessions_app.ingest.redaction import (
     session_turn_ids,
 )
 
-__all__ = ["SessionStream"]
+__all__ = ["BATCH_EVENTS", "SessionStream"]
+
+#: Settled events a streamed import hands on at a time (one INSERT batch).
+BATCH_EVENTS = 1000
 
 #: Held events that a hook (`SessionStream.watch`) is told of after each `take`, tests.
 Watcher = Callable[[int], None]
