@@ -52,9 +52,11 @@ def _large_rollout(path: Path, turns: int) -> None:
     """A rollout with every shape the Codex parser and the turn rule look at: context and
     developer messages, reasoning, parallel calls joining an assistant message, custom
     and local shell calls, results a turn later or never, update_plan, token counts
-    (some not numbers), turn_aborted, a compaction, lines without a time, bad lines, a
-    credential, a NUL, and reasoning left at the end."""
+    (some not numbers), turn_aborted, compactions (both shapes), session_meta records
+    that do not count, lines without a time, bad lines, a credential, a NUL, and
+    reasoning left at the end."""
     records: list[dict[str, Any] | str] = [
+        _item("session_meta"),  # an empty one: the first that says something counts
         _item("session_meta", id=SID, timestamp="2026-02-01T00:00:00Z", cwd="/work"),
         _message("user", "<environment_context>\n  <cwd>/work</cwd>\n</environment_context>"),
         _message("developer", "be careful"),
@@ -115,6 +117,10 @@ def _large_rollout(path: Path, turns: int) -> None:
             records.append(_item("event_msg", type="turn_aborted", reason="interrupted"))
         if n == 60:
             records.append(_item("compacted", message="Summary: step 59 is pending"))
+        if n == 200:  # newer Codex: the history it goes on from
+            history = [{"type": "message", "role": "user", "content": "question 199"}]
+            records.append(_item("compacted", message="", replacement_history=history))
+            records.append(_item("session_meta", id="another-id"))  # not the first: ignored
         if n % 43 == 10:
             records.append("{not json")
             records.append(_item("response_item"))  # no payload object: skipped
