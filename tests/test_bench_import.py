@@ -31,6 +31,22 @@ def test_bench_import_json_prints_expected_keys(capsys: pytest.CaptureFixture[st
     assert not Session.objects.filter(id="bench-session").exists()
 
 
+@pytest.mark.django_db
+def test_bench_import_of_a_codex_rollout(capsys: pytest.CaptureFixture[str]) -> None:
+    call_command(
+        "bench", "import", "--json", "--events", "400", "-o", "rounds=1", "-o", "format=codex_cli"
+    )
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["format"] == "codex_cli"
+    assert figures["events"] == figures["expected_events"] == 400
+    assert figures["rows_per_table"] == {
+        "sessions_app_session": 1,
+        "sessions_app_turn": 100,
+        "sessions_app_event": 400,
+        "sessions_app_importedfile": 1,
+    }
+
+
 def test_unknown_benchmark_exits_2() -> None:
     with pytest.raises(CommandError) as excinfo:
         call_command("bench", "nope")

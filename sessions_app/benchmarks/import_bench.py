@@ -4,7 +4,9 @@ raw executemany of the same rows, and the import's peak memory.
 What is measured, honestly:
 - a synthetic Claude Code JSONL of `events` events (turns of: user prompt, assistant
   message split over two lines (text, then tool_use), tool result, final answer; one
-  session) is written to a temp dir;
+  session), or with ``-o format=codex_cli`` a Codex CLI rollout of as many (turns of:
+  prompt, reasoning and token count, shell call, its output, answer), is written to a
+  temp dir;
 - a subprocess (`children.import_child`) with `DATABASE_URL` pointing at a new SQLite file
   in that temp dir (never the dev database) runs `migrate`, then, `rounds` times and
   alternating: `import_file` (the real import, production settings: WAL,
@@ -127,14 +129,69 @@ def write_synthetic_claude(path: Path, events: int) -> int:
     return turns * 4
 
 
+def write_synthetic_codex(path: Path, events: int) -> int:
+    """Write a Codex CLI rollout with about `events` events (multiple of 4); return the
+    count. Each turn: a turn_context naming the model, the user's prompt, reasoning, a
+    token count, a shell `function_call`, its output, the answer (the reasoning and the
+    token count join the call's event). Times as `write_synthetic_claude`'s."""
+    base = datetime(2025, 1, 1, tzinfo=UTC)
+    turns = max(1, events // 4)
+    n = 0
+
+    def line(kind: str, **payload: Any) -> str:
+        nonlocal n
+        n += 1
+        stamp = (base + timedelta(seconds=n)).isoformat().replace("+00:00", "Z")
+        return json.dumps({"timestamp": stamp, "type": kind, "payload": payload}) + "\n"
+
+    def message(role: str, kind: str, text: str) -> str:
+        content = [{"type": kind, "text": text}]
+        return line("response_item", type="message", role=role, content=content)
+
+    with path.open("w", encoding="utf-8") as out:
+        out.write(line("session_meta", id="bench-session", cwd="/work", cli_version="0.40.0"))
+        for t in range(turns):
+            call_id = f"call_bench_{t:06d}"
+            usage = {"input_tokens": 100 + t % 50, "output_tokens": 40, "total_tokens": 0}
+            arguments = json.dumps({"command": ["bash", "-lc", f"cat {t}.py"], "workdir": "."})
+            output = json.dumps({"output": f"def f{t}():\n    return {t}\n", "exit_code": 0})
+            out.write(line("turn_context", cwd="/work", model="bench", effort="high"))
+            out.write(message("user", "input_text", f"Step {t}: check file {t}.py"))
+            summary = [{"type": "summary_text", "text": f"**Reading {t}.py**"}]
+            out.write(line("response_item", type="reasoning", summary=summary))
+            out.write(line("event_msg", type="token_count", info={"last_token_usage": usage}))
+            out.write(
+                line(
+                    "response_item",
+                    type="function_call",
+                    name="shell",
+                    arguments=arguments,
+                    call_id=call_id,
+                )
+            )
+            out.write(
+                line("response_item", type="function_call_output", call_id=call_id, output=output)
+            )
+            out.write(message("assistant", "output_text", f"`f{t}` returns {t}."))
+    return turns * 4
+
+
+#: The synthetic file `bench import` writes, by `format` option.
+SYNTHETIC = {"claude_code": write_synthetic_claude, "codex_cli": write_synthetic_codex}
+
+
 def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
 @register("import")
-def bench_import(events: int = 50_000, rounds: int = 3, **_: Any) -> Figures:
-    """Import ~`events` synthetic Claude Code events into a temp SQLite file, against a raw
+def bench_import(
+    events: int = 50_000, rounds: int = 3, format: str = "claude_code", **_: Any
+) -> Figures:
+    """Import ~`events` synthetic events into a temp SQLite file, against a raw
     executemany of the same rows, `rounds` interleaved rounds; see the module doc.
+    `format`: the synthetic file's, a key of `SYNTHETIC` (``-o format=codex_cli``: a
+    Codex CLI rollout).
 
     Returns, beside the sizes: `import_vs_raw_executemany` (median over rounds of the
     raw insert's time over the import's: the import's rate as a fraction of the raw
@@ -145,8 +202,10 @@ def bench_import(events: int = 50_000, rounds: int = 3, **_: Any) -> Figures:
     """
     with tempfile.TemporaryDirectory(prefix="agentops-bench-") as tmp:
         tmpdir = Path(tmp)
+        if format not in SYNTHETIC:
+            raise ValueError(f"format {format!r}: expected one of {', '.join(SYNTHETIC)}")
         source = tmpdir / "bench-session.jsonl"
-        expected = write_synthetic_claude(source, int(events))
+        expected = SYNTHETIC[format](source, int(events))
         db = tmpdir / "bench.sqlite3"
         child = run_django_child(import_child.__name__, [str(source), str(int(rounds))], db)
         session_bytes = source.stat().st_size
@@ -154,6 +213,7 @@ def bench_import(events: int = 50_000, rounds: int = 3, **_: Any) -> Figures:
     stored = child["stats"]["events"]
     import_s = _median(child["import_s"])
     return {
+        "format": format,
         "events": stored,
         "expected_events": expected,
         "rounds": int(rounds),

@@ -19,18 +19,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sessions_app.ingest.claude_tree import read_records
 from sessions_app.ingest.formats.claude_code import SESSION_FIELDS, ClaudeFile, _Conversation
 from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParsedSession, ParsedTurn
 from sessions_app.ingest.reading import SourceLines
-from sessions_app.ingest.streamed import SessionStream
+from sessions_app.ingest.streamed import BATCH_EVENTS, SessionStream
+from sessions_app.models import Session
 
 __all__ = ["BATCH_EVENTS", "ClaudeStream", "StreamedPart", "read_claude_stream"]
-
-#: Settled events handed on at a time (one INSERT batch).
-BATCH_EVENTS = 1000
 
 
 @dataclass(slots=True)
@@ -48,8 +46,10 @@ class StreamedPart:
 
 @dataclass
 class ClaudeStream:
-    """A Claude Code file after its first reading (see the module doc)."""
+    """A Claude Code file after its first reading (see the module doc): a
+    `streaming.FileStream`."""
 
+    source_format: ClassVar[str] = Session.SourceFormat.CLAUDE_CODE
     path: Path
     lines: SourceLines
     shape: ClaudeFile
@@ -87,11 +87,10 @@ class ClaudeStream:
             part.scanned += 1
         return part.scanned
 
-    def _take(self, part: StreamedPart, count: int) -> tuple[list[ParsedEvent], list[ParsedTurn]]:
-        assert part.stream is not None
-        part.scanned -= count
-        events = part.stream.take(count)
-        return events, part.stream.ready_turns()
+    @property
+    def streams(self) -> list[SessionStream]:
+        """Each session's stream, in the order of `headers` (once `start` ran)."""
+        return [part.stream for part in self.parts.values() if part.stream is not None]
 
     def pieces(self) -> Iterator[tuple[SessionStream, list[ParsedEvent], list[ParsedTurn]]]:
         """(session, events, turns) to store, in order, a batch at a time: the second
@@ -104,15 +103,15 @@ class ClaudeStream:
             part = parts[self.shape.key(record)]
             assert part.conversation is not None and part.stream is not None
             part.conversation.record(number, at, record)
-            if self._settled(part, number) >= BATCH_EVENTS:
-                yield part.stream, *self._take(part, part.scanned)
+            if (count := self._settled(part, number)) >= BATCH_EVENTS:
+                part.scanned = 0
+                yield part.stream, *part.stream.hand_on(count)
         for part in parts.values():
             assert part.conversation is not None and part.stream is not None
             part.conversation.finish()
             part.conversation.messages.clear()
-            events, turns = self._take(part, len(part.conversation.builder.held))
             part.scanned = 0
-            yield part.stream, events, [*turns, *part.stream.finish()]
+            yield part.stream, *part.stream.hand_on_rest()
 
     def finals(self) -> list[tuple[SessionStream, ParsedSession]]:
         """Each session's final header (title, times, todo list, parent links), once

@@ -33,7 +33,10 @@ from sessions_app.ingest.redaction import (
     session_turn_ids,
 )
 
-__all__ = ["SessionStream"]
+__all__ = ["BATCH_EVENTS", "SessionStream"]
+
+#: Settled events a streamed import hands on at a time (one INSERT batch).
+BATCH_EVENTS = 1000
 
 #: Held events that a hook (`SessionStream.watch`) is told of after each `take`, tests.
 Watcher = Callable[[int], None]
@@ -92,6 +95,18 @@ class SessionStream:
             SessionStream.watch(len(held))
         return out
 
+    def hand_on(self, count: int) -> tuple[list[ParsedEvent], list[ParsedTurn]]:
+        """The first `count` held events (`take`), and the turns then ready
+        (`ready_turns`): one batch to store."""
+        events = self.take(count)
+        return events, self.ready_turns()
+
+    def hand_on_rest(self) -> tuple[list[ParsedEvent], list[ParsedTurn]]:
+        """Every event still held and every turn not handed on yet (`finish`): the
+        session's last batch, once the parser has had its last record."""
+        events, turns = self.hand_on(len(self.builder.held))
+        return events, [*turns, *self.finish()]
+
     def _turn(self, index: int, facts: TurnFacts) -> ParsedTurn:
         from sessions_app.ingest.files import replace_nul
 
@@ -130,10 +145,13 @@ class SessionStream:
         self._closed = self.builder.turn_count
         return out
 
-    def header(self, title: str, fields: dict[str, Any], **times: datetime | None) -> ParsedSession:
+    def header(
+        self, title: str, fields: dict[str, Any], model: str = "", **times: datetime | None
+    ) -> ParsedSession:
         """The session's header (no turns, no events), redacted as its events are, with
-        `title` and `fields` (`SessionBuilder.header`'s) and its times: `created_at` /
-        `updated_at` when given (the first / last event time by default, as `build`)."""
+        `title`, `fields` (`SessionBuilder.header`'s), `model` (the one the source names
+        apart from its events, "" for none) and its times: `created_at` / `updated_at`
+        when given (the first / last event time by default, as `build`)."""
         from sessions_app.ingest.files import replace_nul
 
         first = self.first or synthetic_time(0)
@@ -145,6 +163,7 @@ class SessionStream:
             updated_at=max(updated or latest, latest),
             **fields,
         )
+        parsed.model = model
         if self._redact:
             redact_parsed_session(parsed)
         if self._nul:

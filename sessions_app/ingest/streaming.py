@@ -1,16 +1,17 @@
-"""Importing a large Claude Code file while it is parsed: memory stays flat with the
-file's size (README, "Importing transcripts").
+"""Importing a large Claude Code file or Codex CLI rollout while it is parsed: memory
+stays flat with the file's size (README, "Importing transcripts").
 
-`import_file` takes this path for a Claude Code JSON Lines file of at least
+`import_file` takes this path for a Claude Code or Codex CLI JSON Lines file of at least
 ``AGENTOPS_IMPORT_STREAM_BYTES`` (`streamable`); every other file, and the cases below,
 take the whole-session path (`files.parse_file`, then `files.store_result`), which gives
-the same stored rows. The file is read twice (`claude_stream`): once for what needs all
-of it, then again while its sessions are written, a batch of settled events and the turns
-that closed at a time (`chunked.write_in_steps`: each batch is parsed and adapted
-outside any transaction and written in one of its own on SQLite, so dashboard writes get
-the lock in between). Once every event is stored, each session's resume status and the
-inspector's marks are worked out from the stored rows a page at a time
-(`store.resume_paged`), and its header (title, times, model, todo list) is completed.
+the same stored rows. The file is read twice (a `FileStream`: `claude_stream`,
+`codex_stream`): once for what needs all of it, then again while its sessions are
+written, a batch of settled events and the turns that closed at a time
+(`chunked.write_in_steps`: each batch is parsed and adapted outside any transaction and
+written in one of its own on SQLite, so dashboard writes get the lock in between). Once
+every event is stored, each session's resume status and the inspector's marks are worked
+out from the stored rows a page at a time (`store.resume_paged`), and its header (title,
+times, model, todo list) is completed.
 
 The whole-session path is kept, because it decides before it writes, for a file that
 cannot be streamed honestly or whose refusal must come before anything is written: a file
@@ -23,23 +24,26 @@ sessions it replaced are not restored, as for any chunked import).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 from django.conf import settings
 from django.db import DataError, IntegrityError
 
 from sessions_app.ids import session_id_problem
 from sessions_app.ingest.chunked import write_in_steps
-from sessions_app.ingest.claude_stream import ClaudeStream, read_claude_stream
+from sessions_app.ingest.claude_stream import read_claude_stream
+from sessions_app.ingest.codex_stream import read_codex_stream
 from sessions_app.ingest.detect import DETECTION_LINES, detect_format
 from sessions_app.ingest.errors import ImportRefusedError
 from sessions_app.ingest.normalise import at_line, current_line, synthetic_times_from
-from sessions_app.ingest.parsed import ParsedSession
-from sessions_app.ingest.reading import head_text
+from sessions_app.ingest.parsed import ImportProblem, ParsedEvent, ParsedSession, ParsedTurn
+from sessions_app.ingest.reading import SourceLines, head_text
 from sessions_app.ingest.replace import plan_replacement
+from sessions_app.ingest.streamed import SessionStream
 from sessions_app.ingest.subagents import link_subagents
 from sessions_app.ingest.summary import TOTALS, ImportReport
 from sessions_app.ingest.writer import (
@@ -58,16 +62,53 @@ from sessions_app.store import EVENT_INSERT_COLUMNS, TURN_COLUMNS
 from sessions_app.store.page_facts import write_marks
 from sessions_app.store.resume_paged import PagedFacts, kept_status_update, paged_resume_facts
 
-__all__ = ["store_streamed", "streamable"]
+__all__ = ["FileStream", "store_streamed", "streamable"]
 
-CLAUDE_CODE = Session.SourceFormat.CLAUDE_CODE
 #: Errors a parser raises on a value it did not expect (`files.BAD_VALUE_ERRORS`).
 _BAD_VALUES = (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError)
 
 
-def streamable(
-    path: Path, source_format: str, *, strict: bool, replace: bool
-) -> ClaudeStream | None:
+class FileStream(Protocol):
+    """A file after its first reading, ready to be written while it is read again."""
+
+    @property
+    def source_format(self) -> str:
+        """The file's format (`Session.SourceFormat`)."""
+
+    @property
+    def lines(self) -> SourceLines:
+        """The file's lines (their `facts` complete after the first reading)."""
+
+    @property
+    def problems(self) -> list[ImportProblem]:
+        """Every line the import skips, as the whole parse reports them."""
+
+    @property
+    def headers(self) -> list[ParsedSession]:
+        """Each session's first header, in order (once `start` ran)."""
+
+    @property
+    def streams(self) -> Sequence[SessionStream]:
+        """Each session's stream, in the order of `headers` (once `start` ran)."""
+
+    def start(self) -> None:
+        """Set up each session's parser and stream, and `headers`."""
+
+    def pieces(self) -> Iterator[tuple[SessionStream, list[ParsedEvent], list[ParsedTurn]]]:
+        """(session, events, turns) to store, in order, a batch at a time."""
+
+    def finals(self) -> list[tuple[SessionStream, ParsedSession]]:
+        """Each session's final header, once `pieces` ran to the end."""
+
+
+#: The first reading of each format that streams (None: the whole parse decides).
+READERS: dict[str, Callable[[Path], FileStream | None]] = {
+    Session.SourceFormat.CLAUDE_CODE: read_claude_stream,
+    Session.SourceFormat.CODEX_CLI: read_codex_stream,
+}
+
+
+def streamable(path: Path, source_format: str, *, strict: bool, replace: bool) -> FileStream | None:
     """The file after its first reading when it takes the streamed path (see the module
     doc), else None (nothing written; the whole-session path reads it again)."""
     if path.stat().st_size < settings.AGENTOPS_IMPORT_STREAM_BYTES or path.suffix in (
@@ -80,12 +121,13 @@ def streamable(
             source_format = detect_format(path, head_text(path, DETECTION_LINES)) or ""
         except RecursionError:
             return None
-    if source_format != CLAUDE_CODE:
+    reader = READERS.get(source_format)
+    if reader is None:
         return None
     at_line(0)
     try:
         with synthetic_times_from(_written(path)):
-            stream = read_claude_stream(path)
+            stream = reader(path)
     except (RecursionError, *_BAD_VALUES):
         return None  # the whole parse refuses it, with its reason
     if stream is None or stream.lines.facts.may_hold_non_finite:
@@ -105,7 +147,7 @@ def _written(path: Path) -> datetime:
     return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
 
 
-def store_streamed(path: Path, digest: str, stream: ClaudeStream, *, replace: bool) -> ImportReport:
+def store_streamed(path: Path, digest: str, stream: FileStream, *, replace: bool) -> ImportReport:
     """Write `stream`'s sessions while its second reading runs (see the module doc); the
     report `import_file` gives. Raises `ImportRefusedError` for a replacement
     `plan_replacement` refuses or a value the parser or the database refuses (nothing of
@@ -113,7 +155,7 @@ def store_streamed(path: Path, digest: str, stream: ClaudeStream, *, replace: bo
     ids = [header.id for header in stream.headers]
     report = ImportReport(
         path=path,
-        source_format=str(CLAUDE_CODE),
+        source_format=str(stream.source_format),
         status="imported",
         problems=stream.problems,
         session_ids=ids,
@@ -141,7 +183,7 @@ def store_streamed(path: Path, digest: str, stream: ClaudeStream, *, replace: bo
 def _steps(
     path: Path,
     digest: str,
-    stream: ClaudeStream,
+    stream: FileStream,
     replace: bool,
     report: ImportReport,
     parsing: list[bool],
@@ -151,8 +193,8 @@ def _steps(
     session's status and header, the sub-agent links and the file's record."""
     source = str(path)
     stored = {
-        id(part.stream): header.id
-        for part, header in zip(stream.parts.values(), stream.headers, strict=True)
+        id(session): header.id
+        for session, header in zip(stream.streams, stream.headers, strict=True)
     }
 
     def begin() -> None:
@@ -189,7 +231,7 @@ def _steps(
         ImportedFile.objects.create(
             sha256=digest,
             path=stored_path(source),
-            source_format=str(CLAUDE_CODE),
+            source_format=str(stream.source_format),
             session_ids=report.session_ids,
         )
 
