@@ -114,7 +114,7 @@ async def test_the_kept_page_facts_follow_every_path() -> None:
 
 
 @on_sqlite
-async def test_plain_events_of_a_turn_need_no_worker_thread(
+async def test_events_of_a_running_turn_need_no_worker_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     service = DjangoSessionService()
@@ -130,11 +130,17 @@ async def test_plain_events_of_a_turn_need_no_worker_thread(
     monkeypatch.setattr(DjangoSessionService, "_append_stored", spy)
     for event in _events("s", "t"):
         await service.append_event(event)
-    # Plain events of a turn record were stored on this thread; calls and results take the
-    # regular path (the kept page facts go through the ORM there), as does the call
-    # outside a turn (the full recomputation).
-    assert used == ["assistant", "tool", "assistant"]
-    assert len(await service.list_events("s")) == 5
+    # Plain events, calls and results of a running turn were stored on this thread (the
+    # page facts' marks in SQL there); the call outside a turn takes the regular path
+    # (the full recomputation), as does an event with usage (its token totals).
+    assert used == ["assistant"]
+    usage = Usage(prompt_tokens=3, completion_tokens=1)
+    late = Content(role=Role.ASSISTANT, text="done")
+    await service.append_event(Event(session_id="s", turn_id="t", content=late, usage=usage))
+    assert used == ["assistant", "assistant"]
+    assert len(await service.list_events("s")) == 6
+    kept = await sync_to_async(_kept)("s")
+    assert kept == await sync_to_async(_recomputed)("s")
 
 
 @on_sqlite

@@ -12,18 +12,20 @@ them), a column the runtime event does not fill taking its model default.
 
 `direct_append` runs them on SQLite without leaving the event loop's thread: one
 connection of its own per thread (same file, same pragmas), BEGIN IMMEDIATE that never
-waits (``busy_timeout=0``). It stores a plain event (no tool calls, not a tool result,
-not a compaction) without token usage, of a turn record of the session, whose state delta
-sets no todo list (the todo rows are another app's), merging the delta into the
-session's state as the regular path does: such an event leaves the resume status and the
-kept page facts (`page_facts`, kept through the ORM) as they are. The regular path runs
-the same statements in a worker thread for calls and results of a running turn too,
-keeping the resume status by the same local rules (`resume_delta`; a tool result's group
-recounted by the one `tool_result_counts`). For anything else (another writer holds the lock,
-the session is not found, a shape the local rules do not cover, a database that is not
-an SQLite file) it stores nothing and answers None: the caller takes the regular path (a
-worker thread, Django's busy timeout), which also gives the specific errors. A local
-write blocks the loop for about as long as the thread hop it saves would have.
+waits (``busy_timeout=0``). It stores an event without token usage (not a compaction)
+of a turn record of the session, whose state delta sets no todo list (the todo rows are
+another app's), merging the delta into the session's state as the regular path does: a
+plain event (no tool calls, not a tool result) leaves the resume status and the kept
+page facts as they are; calls and results of a running turn keep the resume status by
+the local rules (`resume_delta`; a tool result's group recounted by the one
+`tool_result_counts`) and the page facts by theirs (`page_facts.opening_marks` in the
+INSERT, `page_facts.result_marks`). The regular path runs the same statements in a
+worker thread (on PostgreSQL; for events with usage, whose token totals are kept
+through the ORM). For anything else (another writer holds the lock, the session is not
+found, a shape the local rules do not cover, a database that is not an SQLite file) it
+stores nothing and answers None: the caller takes the regular path (a worker thread,
+Django's busy timeout), which also gives the specific errors. A local write blocks the
+loop for about as long as the thread hop it saves would have.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ from agentops.runtime.todos import TODOS_STATE_KEY
 from sessions_app import models
 from sessions_app.ingest.redaction import redact_event_fields
 from sessions_app.projector import COMPACTION_AUTHOR, RecordedOutcome
-from sessions_app.store.columns import EVENT_INSERT_COLUMNS
+from sessions_app.store.columns import EVENT_DERIVED_COLUMNS, EVENT_INSERT_COLUMNS
+from sessions_app.store.page_facts import opening_marks, result_marks
 from sessions_app.store.resume_delta import GROUP_COLUMNS, tool_result_counts
 from sessions_app.store.rows import event_from_values, row_fields_from_event
 
@@ -114,6 +117,7 @@ class AppendStatements:
     turn_status: str
     group: str
     has_outcome: str
+    write_marks: str
     read_state: str
     write_state: str
     count_changes: str
@@ -121,6 +125,7 @@ class AppendStatements:
     columns: tuple[str, ...]
     prepare: tuple[Callable[[Any], Any], ...]
     prepare_state: Callable[[Any], Any]
+    prepare_marks: tuple[Callable[[Any], Any], Callable[[Any], Any]]
     defaults: tuple[Callable[[], Any], ...]
 
     def prepare_time(self, now: datetime) -> Any:
@@ -146,6 +151,7 @@ class AppendStatements:
             turn_status=self.turn_status.replace("%s", "?"),
             group=self.group.replace("%s", "?"),
             has_outcome=self.has_outcome.replace("%s", "?"),
+            write_marks=self.write_marks.replace("%s", "?"),
             read_state=self.read_state.replace("%s", "?"),
             write_state=self.write_state.replace("%s", "?"),
             count_changes=self.count_changes.replace("%s", "?"),
@@ -168,7 +174,8 @@ def append_statements(alias: str = "default") -> AppendStatements:
     event_meta, session_meta = models.Event._meta, models.Session._meta
     turn_meta = models.Turn._meta
     by_attname = {field.attname: field for field in event_meta.concrete_fields}
-    fields = [by_attname[name] for name in EVENT_INSERT_COLUMNS]
+    columns = (*EVENT_INSERT_COLUMNS, *EVENT_DERIVED_COLUMNS)  # marks: `opening_marks`
+    fields = [by_attname[name] for name in columns]
     column_sql = ", ".join(quote(field.column) for field in fields)
     marks = ", ".join(["%s"] * len(fields))
     returning = connection.features.can_return_columns_from_insert
@@ -192,14 +199,17 @@ def append_statements(alias: str = "default") -> AppendStatements:
         f"SELECT {event_pk} FROM {event_table} WHERE {active} AND {event_pk} < %s"
         f" AND NOT ({quote('role')} = '{Role.TOOL.value}') ORDER BY {event_pk} DESC LIMIT 1"
     )
+    unanswered, orphan = quote("unanswered_calls"), quote("orphan_result")
     group = (
-        f"SELECT {', '.join(quote(name) for name in GROUP_COLUMNS)} FROM {event_table}"
+        f"SELECT {', '.join(quote(name) for name in GROUP_COLUMNS)}, {unanswered}"
+        f" FROM {event_table}"
         f" WHERE {active} AND {event_pk} <= %s AND {event_pk} >= ({anchor}) ORDER BY {event_pk}"
     )
     outcome_meta = models.ToolOutcome._meta
     has_outcome = (
         f"SELECT 1 FROM {quote(outcome_meta.db_table)} WHERE {quote('event_id')} = %s LIMIT 1"
     )
+    write_marks = f"UPDATE {event_table} SET {unanswered} = %s, {orphan} = %s WHERE {event_pk} = %s"
     orphans = quote("orphan_result_count")
     count_changes = (
         f"UPDATE {session} SET {issues} = {issues} + %s, {orphans} = {orphans} + %s WHERE {pk} = %s"
@@ -214,13 +224,18 @@ def append_statements(alias: str = "default") -> AppendStatements:
         turn_status=turn_status,
         group=group,
         has_outcome=has_outcome,
+        write_marks=write_marks,
         read_state=read_state,
         write_state=write_state,
         count_changes=count_changes,
         returning=returning,
-        columns=EVENT_INSERT_COLUMNS,
+        columns=columns,
         prepare=tuple(_preparer(field, connection) for field in fields),
         prepare_state=_preparer(session_meta.get_field("state"), connection),
+        prepare_marks=(
+            _preparer(by_attname["unanswered_calls"], connection),
+            _preparer(by_attname["orphan_result"], connection),
+        ),
         defaults=tuple(field.get_default for field in fields),
     )
 
@@ -229,8 +244,10 @@ def run_insert(
     cursor: Any, statements: AppendStatements, session_id: str, now: datetime,
     fields: dict[str, Any],
 ) -> int:  # fmt: skip
-    """Run the INSERT of an event (`fields` as stored) on `cursor`; the new event's id."""
-    cursor.execute(statements.insert, statements.insert_params(session_id, now, fields))
+    """Run the INSERT of an event (`fields` as stored, with its `opening_marks`) on
+    `cursor`; the new event's id."""
+    marked = {**fields, **opening_marks(fields)}
+    cursor.execute(statements.insert, statements.insert_params(session_id, now, marked))
     if statements.returning:
         return int(cursor.fetchone()[0])
     return int(cursor.lastrowid)
@@ -290,9 +307,9 @@ def direct_append(
     transaction on this thread's own SQLite connection: (its id, its timestamp), or None
     when it must take the regular path (see the module; nothing is stored then)."""
     kind = sql_kind(event, fields)
-    # The page facts (`page_facts.note_appended`: tokens, the marks of a call group) are
-    # kept through the ORM, on the regular path's connection.
-    direct = kind == PLAIN and event.usage is None
+    # The token totals (`page_facts.note_tokens_added`) are kept through the ORM, on the
+    # regular path's connection.
+    direct = kind != OTHER and event.usage is None
     target = _direct_target(alias) if direct else None
     if target is None:
         return None
@@ -356,17 +373,28 @@ def append_in_transaction(
             cursor.execute(statements.has_outcome, (first_id,))
             return None if cursor.fetchone() else {}  # recorded outcomes: the ORM path
 
-        counts = tool_result_counts(session_id, event.turn_id, row_id, rows, outcomes_of)
+        counts = tool_result_counts(
+            session_id, event.turn_id, row_id, [row[:-1] for row in rows], outcomes_of
+        )
         if counts is None:
             return None
         if counts:
             changes = (counts.get("protocol_issue_count", 0), counts.get("orphan_result_count", 0))
             cursor.execute(statements.count_changes, (*changes, session_id))
+        # The page facts: the group's marks (`page_facts.result_marks`; rows[0] is its
+        # assistant event, the counts said so).
+        first = rows[0]
+        anchor = (first[0], first[1], first[3], first[-1])
+        prepare_unanswered, prepare_orphan = statements.prepare_marks
+        for marked_id, (unanswered, orphan) in result_marks(anchor, event, row_id).items():
+            params = (prepare_unanswered(unanswered), prepare_orphan(orphan), marked_id)
+            cursor.execute(statements.write_marks, params)
     return row_id, stamp
 
 
 def _decoded(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A `GROUP_COLUMNS` row as the ORM gives it: JSON columns decoded."""
+    """A `GROUP_COLUMNS` row (and its kept unanswered calls) as the ORM gives it: JSON
+    columns decoded."""
     values = list(row)
     for index in _JSON_GROUP_COLUMNS:
         if isinstance(values[index], str):
@@ -374,8 +402,9 @@ def _decoded(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-_JSON_GROUP_COLUMNS = tuple(
-    index for index, name in enumerate(GROUP_COLUMNS) if name in ("tool_calls", "tool_response")
+_JSON_GROUP_COLUMNS = (
+    *(i for i, name in enumerate(GROUP_COLUMNS) if name in ("tool_calls", "tool_response")),
+    len(GROUP_COLUMNS),  # unanswered_calls
 )
 
 
