@@ -35,6 +35,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -113,11 +114,16 @@ class AppendStatements:
 
     insert: str
     touch: str
-    touch_opening: str
-    turn_status: str
+    touches: dict[tuple[str, bool], str]
+    """{(`append_kind`, merges the state delta): the append's UPDATE of the session row}:
+    `touch` that also checks the event's turn (`PLAIN`: a record of the session; else
+    running) and for `OPENS_GROUP` counts its issue; merging the delta in the same
+    statement where the database can (PostgreSQL's ``jsonb ||``)."""
     group: str
-    has_outcome: str
     write_marks: str
+    count_and_mark: str | None
+    """`count_changes` and `write_marks` in one statement (PostgreSQL: a data-modifying
+    CTE, one round trip less); None where the database has none (SQLite, local)."""
     read_state: str
     write_state: str
     count_changes: str
@@ -143,19 +149,14 @@ class AppendStatements:
 
     def with_qmarks(self) -> AppendStatements:
         """The same statements with ``?`` placeholders (the sqlite3 module's own style)."""
-        return replace(
-            self,
-            insert=self.insert.replace("%s", "?"),
-            touch=self.touch.replace("%s", "?"),
-            touch_opening=self.touch_opening.replace("%s", "?"),
-            turn_status=self.turn_status.replace("%s", "?"),
-            group=self.group.replace("%s", "?"),
-            has_outcome=self.has_outcome.replace("%s", "?"),
-            write_marks=self.write_marks.replace("%s", "?"),
-            read_state=self.read_state.replace("%s", "?"),
-            write_state=self.write_state.replace("%s", "?"),
-            count_changes=self.count_changes.replace("%s", "?"),
-        )
+        changes: dict[str, Any] = {}
+        for item in dataclass_fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, str):
+                changes[item.name] = value.replace("%s", "?")
+            elif isinstance(value, dict):
+                changes[item.name] = {key: sql.replace("%s", "?") for key, sql in value.items()}
+        return replace(self, **changes)
 
 
 def _preparer(field: Field[Any, Any], connection: BaseDatabaseWrapper) -> Callable[[Any], Any]:
@@ -185,11 +186,24 @@ def append_statements(alias: str = "default") -> AppendStatements:
     session, pk = quote(session_meta.db_table), quote(session_meta.pk.column)
     updated, issues = quote("updated_at"), quote("protocol_issue_count")
     touch = f"UPDATE {session} SET {updated} = %s WHERE {pk} = %s"
-    touch_opening = f"UPDATE {session} SET {updated} = %s, {issues} = {issues} + 1 WHERE {pk} = %s"
-    turn_status = (
-        f"SELECT {quote('status')} FROM {quote(turn_meta.db_table)}"
+    state = quote("state")
+    turn = (
+        f"SELECT 1 FROM {quote(turn_meta.db_table)}"
         f" WHERE {quote(turn_meta.pk.column)} = %s AND {quote('session_id')} = %s"
     )
+    running = f"{turn} AND {quote('status')} = '{TurnStatus.RUNNING.value}'"
+    merges = connection.vendor == "postgresql"  # jsonb: || is {**state, **delta}
+    touches = {}
+    for kind, check in ((PLAIN, turn), (OPENS_GROUP, running), (TOOL_RESULT, running)):
+        for delta in (False, True) if merges else (False,):
+            sets = f"{updated} = %s"
+            if kind == OPENS_GROUP:
+                sets += f", {issues} = {issues} + 1"
+            if delta:
+                sets += f", {state} = {state} || %s"
+            touches[kind, delta] = (
+                f"UPDATE {session} SET {sets} WHERE {pk} = %s AND EXISTS ({check})"
+            )
     event_table, event_pk = quote(event_meta.db_table), quote(event_meta.pk.column)
     active = (
         f"{quote('session_id')} = %s AND {quote('deleted_at')} IS NULL"
@@ -200,31 +214,33 @@ def append_statements(alias: str = "default") -> AppendStatements:
         f" AND NOT ({quote('role')} = '{Role.TOOL.value}') ORDER BY {event_pk} DESC LIMIT 1"
     )
     unanswered, orphan = quote("unanswered_calls"), quote("orphan_result")
+    outcome = quote(models.ToolOutcome._meta.db_table)
+    has_outcome = (
+        f"EXISTS (SELECT 1 FROM {outcome}"
+        f" WHERE {outcome}.{quote('event_id')} = {event_table}.{event_pk})"
+    )
     group = (
-        f"SELECT {', '.join(quote(name) for name in GROUP_COLUMNS)}, {unanswered}"
+        f"SELECT {', '.join(quote(name) for name in GROUP_COLUMNS)}, {unanswered}, {has_outcome}"
         f" FROM {event_table}"
         f" WHERE {active} AND {event_pk} <= %s AND {event_pk} >= ({anchor}) ORDER BY {event_pk}"
-    )
-    outcome_meta = models.ToolOutcome._meta
-    has_outcome = (
-        f"SELECT 1 FROM {quote(outcome_meta.db_table)} WHERE {quote('event_id')} = %s LIMIT 1"
     )
     write_marks = f"UPDATE {event_table} SET {unanswered} = %s, {orphan} = %s WHERE {event_pk} = %s"
     orphans = quote("orphan_result_count")
     count_changes = (
         f"UPDATE {session} SET {issues} = {issues} + %s, {orphans} = {orphans} + %s WHERE {pk} = %s"
     )
-    state = quote("state")
+    count_and_mark = None
+    if merges:
+        count_and_mark = f"WITH marked AS ({write_marks}) {count_changes}"
     read_state = f"SELECT {state} FROM {session} WHERE {pk} = %s"
     write_state = f"UPDATE {session} SET {state} = %s WHERE {pk} = %s"
     return AppendStatements(
         insert=insert,
         touch=touch,
-        touch_opening=touch_opening,
-        turn_status=turn_status,
+        touches=touches,
         group=group,
-        has_outcome=has_outcome,
         write_marks=write_marks,
+        count_and_mark=count_and_mark,
         read_state=read_state,
         write_state=write_state,
         count_changes=count_changes,
@@ -251,15 +267,6 @@ def run_insert(
     if statements.returning:
         return int(cursor.fetchone()[0])
     return int(cursor.lastrowid)
-
-
-def turn_is_running(
-    cursor: Any, statements: AppendStatements, session_id: str, turn_id: str
-) -> bool:
-    """Whether turn `turn_id` of the session is running (`resume_delta`'s rule)."""
-    cursor.execute(statements.turn_status, (turn_id, session_id))
-    row = cursor.fetchone()
-    return row is not None and row[0] == TurnStatus.RUNNING.value
 
 
 # -- the direct path (SQLite) --------------------------------------------------------
@@ -344,21 +351,22 @@ def append_in_transaction(
     commits): (the event's id, its timestamp), or None when the caller must roll back
     and take the ORM path (a shape the local rules do not cover, an unknown session).
     `kind`: `sql_kind` of the event, never `OTHER`."""
-    if kind == PLAIN:
-        cursor.execute(statements.turn_status, (event.turn_id, session_id))
-        if cursor.fetchone() is None:
-            return None  # an event no turn record holds: the ORM path keeps `has_legacy_events`
-    elif not turn_is_running(cursor, statements, session_id, event.turn_id):
-        return None  # the projection changes too: the full recomputation's path
     stamp = now()  # under the write lock on SQLite: timestamps grow with ids
-    touch = statements.touch_opening if kind == OPENS_GROUP else statements.touch
-    # The UPDATE checks the session exists and locks its row (PostgreSQL) first: the
-    # state below is read under that lock, and event ids grow in commit order.
-    cursor.execute(touch, (statements.prepare_time(stamp), session_id))
+    delta = fields["state_delta"]
+    in_touch = bool(delta) and (kind, True) in statements.touches
+    params = [statements.prepare_time(stamp)]
+    if in_touch:
+        params.append(statements.prepare_state(delta))
+    # The UPDATE checks the session exists and holds the event's turn (a plain event's: a
+    # record of the session, else the ORM path keeps `has_legacy_events`; a call's or
+    # result's: running, else the projection changes too: the full recomputation's path)
+    # and locks the row (PostgreSQL) first: the state below is read under that lock, and
+    # event ids grow in commit order.
+    params += [session_id, event.turn_id, session_id]
+    cursor.execute(statements.touches[kind, in_touch], params)
     if cursor.rowcount != 1:
         return None
-    delta = fields["state_delta"]
-    if delta:  # read-modify-write of the state under the lock
+    if delta and not in_touch:  # read-modify-write of the state under the lock
         cursor.execute(statements.read_state, (session_id,))
         (state,) = cursor.fetchone()
         state = json.loads(state) if isinstance(state, str) else state
@@ -370,31 +378,36 @@ def append_in_transaction(
         rows = [_decoded(row) for row in cursor.fetchall()]
 
         def outcomes_of(first_id: int) -> dict[tuple[int, str], RecordedOutcome] | None:
-            cursor.execute(statements.has_outcome, (first_id,))
-            return None if cursor.fetchone() else {}  # recorded outcomes: the ORM path
+            return None if rows[0][-1] else {}  # recorded outcomes: the ORM path
 
         counts = tool_result_counts(
-            session_id, event.turn_id, row_id, [row[:-1] for row in rows], outcomes_of
+            session_id, event.turn_id, row_id, [row[:-2] for row in rows], outcomes_of
         )
         if counts is None:
             return None
-        if counts:
-            changes = (counts.get("protocol_issue_count", 0), counts.get("orphan_result_count", 0))
-            cursor.execute(statements.count_changes, (*changes, session_id))
         # The page facts: the group's marks (`page_facts.result_marks`; rows[0] is its
         # assistant event, the counts said so).
         first = rows[0]
-        anchor = (first[0], first[1], first[3], first[-1])
+        anchor = (first[0], first[1], first[3], first[-2])
         prepare_unanswered, prepare_orphan = statements.prepare_marks
-        for marked_id, (unanswered, orphan) in result_marks(anchor, event, row_id).items():
-            params = (prepare_unanswered(unanswered), prepare_orphan(orphan), marked_id)
-            cursor.execute(statements.write_marks, params)
+        writes = [
+            (prepare_unanswered(unanswered), prepare_orphan(orphan), marked_id)
+            for marked_id, (unanswered, orphan) in result_marks(anchor, event, row_id).items()
+        ]
+        if counts:
+            changes = (counts.get("protocol_issue_count", 0), counts.get("orphan_result_count", 0))
+            if statements.count_and_mark:
+                cursor.execute(statements.count_and_mark, (*writes.pop(), *changes, session_id))
+            else:
+                cursor.execute(statements.count_changes, (*changes, session_id))
+        for marks in writes:
+            cursor.execute(statements.write_marks, marks)
     return row_id, stamp
 
 
 def _decoded(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A `GROUP_COLUMNS` row (and its kept unanswered calls) as the ORM gives it: JSON
-    columns decoded."""
+    """A `GROUP_COLUMNS` row (and its kept unanswered calls, whether it has recorded
+    outcomes) as the ORM gives it: JSON columns decoded."""
     values = list(row)
     for index in _JSON_GROUP_COLUMNS:
         if isinstance(values[index], str):
