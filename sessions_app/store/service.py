@@ -56,10 +56,7 @@ from sessions_app.store.page_facts import (
 )
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
-from sessions_app.store.rows import (
-    session_from_row,
-    turn_from_row,
-)
+from sessions_app.store.rows import session_from_row, turn_from_row
 from sessions_app.store.run_lock import run_lock
 
 __all__ = ["DjangoSessionService"]
