@@ -131,16 +131,17 @@ async def test_events_of_a_running_turn_need_no_worker_thread(
     for event in _events("s", "t"):
         await service.append_event(event)
     # Plain events, calls and results of a running turn were stored on this thread (the
-    # page facts' marks in SQL there); the call outside a turn takes the regular path
-    # (the full recomputation), as does an event with usage (its token totals).
+    # page facts in SQL there); the call outside a turn takes the regular path (the full
+    # recomputation).
     assert used == ["assistant"]
     usage = Usage(prompt_tokens=3, completion_tokens=1)
     late = Content(role=Role.ASSISTANT, text="done")
     await service.append_event(Event(session_id="s", turn_id="t", content=late, usage=usage))
-    assert used == ["assistant", "assistant"]
+    assert used == ["assistant"]  # usage too: the token totals in SQL on this thread
     assert len(await service.list_events("s")) == 6
     kept = await sync_to_async(_kept)("s")
     assert kept == await sync_to_async(_recomputed)("s")
+    assert kept["tokens"][:2] == (3, 1)
 
 
 @on_sqlite

@@ -12,18 +12,18 @@ them), a column the runtime event does not fill taking its model default.
 
 `direct_append` runs them on SQLite without leaving the event loop's thread: one
 connection of its own per thread (same file, same pragmas), BEGIN IMMEDIATE that never
-waits (``busy_timeout=0``). It stores an event without token usage (not a compaction)
-of a turn record of the session, whose state delta sets no todo list (the todo rows are
-another app's), merging the delta into the session's state as the regular path does: a
-plain event (no tool calls, not a tool result) leaves the resume status and the kept
-page facts as they are; calls and results of a running turn keep the resume status by
-the local rules (`resume_delta`; a tool result's group recounted by the one
-`tool_result_counts`) and the page facts by theirs (`page_facts.opening_marks` in the
-INSERT, `page_facts.result_marks`). The regular path runs the same statements in a
-worker thread (on PostgreSQL; for events with usage, whose token totals are kept
-through the ORM). For anything else (another writer holds the lock, the session is not
-found, a shape the local rules do not cover, a database that is not an SQLite file) it
-stores nothing and answers None: the caller takes the regular path (a worker thread,
+waits (``busy_timeout=0``). It stores an event (not a compaction) of a turn record of
+the session whose state delta sets no todo list (the todo rows are another app's),
+merging the delta into the session's state as the regular path does: a plain event (no
+tool calls, not a tool result) leaves the resume status and the kept marks as they are;
+calls and results of a running turn keep the resume status by the local rules
+(`resume_delta`; a tool result's group recounted by the one `tool_result_counts`) and
+the marks by theirs (`page_facts.opening_marks` in the INSERT, `page_facts.result_marks`);
+usage adds to the token totals (the ORM's UPDATE compiled once,
+`page_facts.tokens_added_sql`). The regular path runs the same statements in a worker
+thread (PostgreSQL). For anything else (another writer holds the lock, the session is
+not found, a shape the local rules do not cover, a database that is not an SQLite file)
+it stores nothing and answers None: the caller takes the regular path (a worker thread,
 Django's busy timeout), which also gives the specific errors. A local write blocks the
 loop for about as long as the thread hop it saves would have.
 """
@@ -52,7 +52,12 @@ from sessions_app import models
 from sessions_app.ingest.redaction import redact_event_fields
 from sessions_app.projector import COMPACTION_AUTHOR, RecordedOutcome
 from sessions_app.store.columns import EVENT_DERIVED_COLUMNS, EVENT_INSERT_COLUMNS
-from sessions_app.store.page_facts import opening_marks, result_marks
+from sessions_app.store.page_facts import (
+    opening_marks,
+    result_marks,
+    tokens_added_params,
+    tokens_added_sql,
+)
 from sessions_app.store.resume_delta import GROUP_COLUMNS, tool_result_counts
 from sessions_app.store.rows import event_from_values, row_fields_from_event
 
@@ -127,6 +132,8 @@ class AppendStatements:
     read_state: str
     write_state: str
     count_changes: str
+    tokens_added: str
+    tokens_template: tuple[Any, ...]
     returning: bool
     columns: tuple[str, ...]
     prepare: tuple[Callable[[Any], Any], ...]
@@ -153,7 +160,7 @@ class AppendStatements:
         for item in dataclass_fields(self):
             value = getattr(self, item.name)
             if isinstance(value, str):
-                changes[item.name] = value.replace("%s", "?")
+                changes[item.name] = value.replace("%s", "?").replace("%%", "%")
             elif isinstance(value, dict):
                 changes[item.name] = {key: sql.replace("%s", "?") for key, sql in value.items()}
         return replace(self, **changes)
@@ -232,6 +239,7 @@ def append_statements(alias: str = "default") -> AppendStatements:
     count_and_mark = None
     if merges:
         count_and_mark = f"WITH marked AS ({write_marks}) {count_changes}"
+    tokens_added, tokens_template = tokens_added_sql(alias)
     read_state = f"SELECT {state} FROM {session} WHERE {pk} = %s"
     write_state = f"UPDATE {session} SET {state} = %s WHERE {pk} = %s"
     return AppendStatements(
@@ -244,6 +252,8 @@ def append_statements(alias: str = "default") -> AppendStatements:
         read_state=read_state,
         write_state=write_state,
         count_changes=count_changes,
+        tokens_added=tokens_added,
+        tokens_template=tokens_template,
         returning=returning,
         columns=columns,
         prepare=tuple(_preparer(field, connection) for field in fields),
@@ -314,10 +324,7 @@ def direct_append(
     transaction on this thread's own SQLite connection: (its id, its timestamp), or None
     when it must take the regular path (see the module; nothing is stored then)."""
     kind = sql_kind(event, fields)
-    # The token totals (`page_facts.note_tokens_added`) are kept through the ORM, on the
-    # regular path's connection.
-    direct = kind != OTHER and event.usage is None
-    target = _direct_target(alias) if direct else None
+    target = _direct_target(alias) if kind != OTHER else None
     if target is None:
         return None
     statements = _qmark_statements(alias)
@@ -373,6 +380,9 @@ def append_in_transaction(
         merged = statements.prepare_state({**state, **delta})
         cursor.execute(statements.write_state, (merged, session_id))
     row_id = run_insert(cursor, statements, session_id, stamp, fields)
+    if event.usage is not None:  # the page facts' token totals (`page_facts`)
+        added = tokens_added_params(statements.tokens_template, session_id, row_id, row_id)
+        cursor.execute(statements.tokens_added, added)
     if kind == TOOL_RESULT:
         cursor.execute(statements.group, (session_id, row_id, session_id, row_id))
         rows = [_decoded(row) for row in cursor.fetchall()]

@@ -27,7 +27,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cache
+from typing import Any, cast
 
 from django.db.models import (
     BigIntegerField,
@@ -44,6 +45,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Coalesce
+from django.db.models.sql import UpdateQuery
 
 from agentops.runtime.model import Event, Role
 from agentops.runtime.protocol import (
@@ -73,6 +75,8 @@ __all__ = [
     "result_marks",
     "stored_marks",
     "token_sums",
+    "tokens_added_params",
+    "tokens_added_sql",
     "write_marks",
 ]
 
@@ -191,6 +195,36 @@ def note_tokens_added(session_id: str, first_id: int, last_id: int) -> None:
     models.Session.objects.filter(pk=session_id).update(
         **{name: F(name) + value for name, value in added.items()}
     )
+
+
+#: Stand-ins compiled into `tokens_added_sql` for the values each run gives, and the
+#: slots that name them in its parameter template.
+_SESSION, _FIRST, _LAST = "\x00session", -987_654_321, -987_654_322
+_SLOTS = {_SESSION: object(), _FIRST: object(), _LAST: object()}
+
+
+@cache
+def tokens_added_sql(alias: str = "default") -> tuple[str, tuple[Any, ...]]:
+    """`note_tokens_added`'s UPDATE compiled once for database `alias` (the same ORM
+    expressions): its SQL (``%s`` placeholders) and a template of its parameters: values
+    and slots for the session and the event ids (`tokens_added_params`)."""
+    added = token_sums(_SESSION, id__gte=_FIRST, id__lte=_LAST)
+    query = cast(UpdateQuery, models.Session.objects.filter(pk=_SESSION).query.chain(UpdateQuery))
+    query.add_update_values({name: F(name) + value for name, value in added.items()})
+    sql, params = query.get_compiler(alias).as_sql()
+    return sql, tuple(_SLOTS.get(p, p) if isinstance(p, str | int) else p for p in params)
+
+
+def tokens_added_params(
+    template: tuple[Any, ...], session_id: str, first_id: int, last_id: int
+) -> list[Any]:
+    """The parameters of `tokens_added_sql` for the session's events first..last."""
+    given = {
+        id(_SLOTS[_SESSION]): session_id,
+        id(_SLOTS[_FIRST]): first_id,
+        id(_SLOTS[_LAST]): last_id,
+    }
+    return [given.get(id(p), p) for p in template]
 
 
 def opening_marks(fields: dict[str, Any]) -> dict[str, Any]:

@@ -52,7 +52,6 @@ from sessions_app.store.page_facts import (
     legacy_after_append,
     legacy_after_begin,
     note_appended,
-    note_tokens_added,
 )
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
@@ -191,8 +190,6 @@ class DjangoSessionService:
                     )  # fmt: skip
                     if done is None:
                         raise _TakeOrmPath  # rolls the SQL back
-                    if event.usage is not None:  # the page facts' token totals
-                        note_tokens_added(event.session_id, done[0], done[0])
                 row_id, at = done
                 return event.model_copy(update={"id": row_id, "created_at": at, "updated_at": at})
             except _TakeOrmPath:
