@@ -213,3 +213,33 @@ async def test_a_state_delta_is_merged_on_the_direct_path_and_todos_go_the_regul
     assert session is not None
     assert {k: v for k, v in session.state.items() if k != "todos"} == {"a": 1, "b": 2, "c": [1]}
     assert [item["content"] for item in session.state["todos"]] == ["x"]
+
+
+def test_the_value_preparation_is_each_fields_own() -> None:
+    """The INSERT's short-cut preparers give what each field's `get_db_prep_save` gives, on
+    every column of the bench's history (calls, results, deltas) and on edge values."""
+    from agentops.runtime.bench import synthetic_history
+    from sessions_app.store.append_sql import append_statements
+
+    statements = append_statements()
+    by_name = {field.attname: field for field in models.Event._meta.concrete_fields}
+    _, history = synthetic_history(40)
+    events = [e.model_copy(update={"state_delta": {"step": i}}) for i, e in enumerate(history)]
+    events += [e.model_copy(update={"usage": Usage(prompt_tokens=1)}) for e in _events("s", "t")]
+    now = datetime.now(UTC)
+    given = [
+        {**stored_fields(e)[0], "session_id": "s", "created_at": now, "updated_at": now}
+        for e in events
+    ]
+    edges: list[Any] = ["", "x", None, True, False, [], {}, {"a": [1, None]}, now]
+    for index, name in enumerate(statements.columns):
+        field, prepare = by_name[name], statements.prepare[index]
+        values = [row[name] for row in given if name in row] + [field.get_default()]
+        if field.get_internal_type() in ("JSONField", "DateTimeField") or field.null:
+            values += [None]
+        if field.get_internal_type() == "JSONField":
+            values += edges[:2] + edges[3:8]
+        for value in values:
+            fast, slow = prepare(value), field.get_db_prep_save(value, connection)
+            assert type(fast) is type(slow), (name, value)
+            assert getattr(fast, "obj", fast) == getattr(slow, "obj", slow), (name, value)
