@@ -114,7 +114,7 @@ async def test_the_kept_page_facts_follow_every_path() -> None:
 
 
 @on_sqlite
-async def test_plain_events_of_a_turn_need_no_worker_thread(
+async def test_events_of_a_running_turn_need_no_worker_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     service = DjangoSessionService()
@@ -130,11 +130,18 @@ async def test_plain_events_of_a_turn_need_no_worker_thread(
     monkeypatch.setattr(DjangoSessionService, "_append_stored", spy)
     for event in _events("s", "t"):
         await service.append_event(event)
-    # Plain events of a turn record were stored on this thread; calls and results take the
-    # regular path (the kept page facts go through the ORM there), as does the call
-    # outside a turn (the full recomputation).
-    assert used == ["assistant", "tool", "assistant"]
-    assert len(await service.list_events("s")) == 5
+    # Plain events, calls and results of a running turn were stored on this thread (the
+    # page facts in SQL there); the call outside a turn takes the regular path (the full
+    # recomputation).
+    assert used == ["assistant"]
+    usage = Usage(prompt_tokens=3, completion_tokens=1)
+    late = Content(role=Role.ASSISTANT, text="done")
+    await service.append_event(Event(session_id="s", turn_id="t", content=late, usage=usage))
+    assert used == ["assistant"]  # usage too: the token totals in SQL on this thread
+    assert len(await service.list_events("s")) == 6
+    kept = await sync_to_async(_kept)("s")
+    assert kept == await sync_to_async(_recomputed)("s")
+    assert kept["tokens"][:2] == (3, 1)
 
 
 @on_sqlite
@@ -206,3 +213,33 @@ async def test_a_state_delta_is_merged_on_the_direct_path_and_todos_go_the_regul
     assert session is not None
     assert {k: v for k, v in session.state.items() if k != "todos"} == {"a": 1, "b": 2, "c": [1]}
     assert [item["content"] for item in session.state["todos"]] == ["x"]
+
+
+def test_the_value_preparation_is_each_fields_own() -> None:
+    """The INSERT's short-cut preparers give what each field's `get_db_prep_save` gives, on
+    every column of the bench's history (calls, results, deltas) and on edge values."""
+    from agentops.runtime.bench import synthetic_history
+    from sessions_app.store.append_sql import append_statements
+
+    statements = append_statements()
+    by_name = {field.attname: field for field in models.Event._meta.concrete_fields}
+    _, history = synthetic_history(40)
+    events = [e.model_copy(update={"state_delta": {"step": i}}) for i, e in enumerate(history)]
+    events += [e.model_copy(update={"usage": Usage(prompt_tokens=1)}) for e in _events("s", "t")]
+    now = datetime.now(UTC)
+    given = [
+        {**stored_fields(e)[0], "session_id": "s", "created_at": now, "updated_at": now}
+        for e in events
+    ]
+    edges: list[Any] = ["", "x", None, True, False, [], {}, {"a": [1, None]}, now]
+    for index, name in enumerate(statements.columns):
+        field, prepare = by_name[name], statements.prepare[index]
+        values = [row[name] for row in given if name in row] + [field.get_default()]
+        if field.get_internal_type() in ("JSONField", "DateTimeField") or field.null:
+            values += [None]
+        if field.get_internal_type() == "JSONField":
+            values += edges[:2] + edges[3:8]
+        for value in values:
+            fast, slow = prepare(value), field.get_db_prep_save(value, connection)
+            assert type(fast) is type(slow), (name, value)
+            assert getattr(fast, "obj", fast) == getattr(slow, "obj", slow), (name, value)

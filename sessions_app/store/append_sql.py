@@ -6,24 +6,25 @@ locks the row so a session's event ids grow in commit order) and an INSERT of th
 in one transaction (docs/runtime.md §2). Built through the ORM these cost several times
 what the database spends on them (compiling the SQL, preparing each value), so
 `AppendStatements` builds the SQL once from the models' metadata: the INSERT names every
-column of `columns.EVENT_INSERT_COLUMNS` (a column added to `Event` flows through), its
-values prepared by each field's own `get_db_prep_save` (JSON, datetimes as Django stores
-them), a column the runtime event does not fill taking its model default.
+column of `columns.EVENT_INSERT_COLUMNS` and the marks (a column added to `Event` flows
+through), values prepared as each field's `get_db_prep_save` does, model defaults.
 
 `direct_append` runs them on SQLite without leaving the event loop's thread: one
 connection of its own per thread (same file, same pragmas), BEGIN IMMEDIATE that never
-waits (``busy_timeout=0``). It stores a plain event (no tool calls, not a tool result,
-not a compaction) without token usage, of a turn record of the session, whose state delta
-sets no todo list (the todo rows are another app's), merging the delta into the
-session's state as the regular path does: such an event leaves the resume status and the
-kept page facts (`page_facts`, kept through the ORM) as they are. The regular path runs
-the same statements in a worker thread for calls and results of a running turn too,
-keeping the resume status by the same local rules (`resume_delta`; a tool result's group
-recounted by the one `tool_result_counts`). For anything else (another writer holds the lock,
-the session is not found, a shape the local rules do not cover, a database that is not
-an SQLite file) it stores nothing and answers None: the caller takes the regular path (a
-worker thread, Django's busy timeout), which also gives the specific errors. A local
-write blocks the loop for about as long as the thread hop it saves would have.
+waits (``busy_timeout=0``). It stores an event (not a compaction) of a turn record of
+the session whose state delta sets no todo list (the todo rows are another app's),
+merging the delta into the session's state as the regular path does: a plain event (no
+tool calls, not a tool result) leaves the resume status and the kept marks as they are;
+calls and results of a running turn keep the resume status by the local rules
+(`resume_delta`; a tool result's group recounted by the one `tool_result_counts`) and
+the marks by theirs (`page_facts.opening_marks` in the INSERT, `page_facts.result_marks`);
+usage adds to the token totals (the ORM's UPDATE compiled once,
+`page_facts.tokens_added_sql`). The regular path runs the same statements in a worker
+thread (PostgreSQL). For anything else (another writer holds the lock, the session is
+not found, a shape the local rules do not cover, a database that is not an SQLite file)
+it stores nothing and answers None: the caller takes the regular path (a worker thread,
+Django's busy timeout), which also gives the specific errors. A local write blocks the
+loop for about as long as the thread hop it saves would have.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from django.conf import settings
@@ -48,7 +50,13 @@ from agentops.runtime.todos import TODOS_STATE_KEY
 from sessions_app import models
 from sessions_app.ingest.redaction import redact_event_fields
 from sessions_app.projector import COMPACTION_AUTHOR, RecordedOutcome
-from sessions_app.store.columns import EVENT_INSERT_COLUMNS
+from sessions_app.store.columns import EVENT_DERIVED_COLUMNS, EVENT_INSERT_COLUMNS
+from sessions_app.store.page_facts import (
+    opening_marks,
+    result_marks,
+    tokens_added_params,
+    tokens_added_sql,
+)
 from sessions_app.store.resume_delta import GROUP_COLUMNS, tool_result_counts
 from sessions_app.store.rows import event_from_values, row_fields_from_event
 
@@ -110,17 +118,26 @@ class AppendStatements:
 
     insert: str
     touch: str
-    touch_opening: str
-    turn_status: str
+    touches: dict[tuple[str, bool], str]
+    """{(`append_kind`, merges the state delta): the append's UPDATE of the session row}:
+    `touch` that also checks the event's turn (`PLAIN`: a record of the session; else
+    running) and for `OPENS_GROUP` counts its issue; merging the delta in the same
+    statement where the database can (PostgreSQL's ``jsonb ||``)."""
     group: str
-    has_outcome: str
+    write_marks: str
+    count_and_mark: str | None
+    """`count_changes` and `write_marks` in one statement (PostgreSQL: a data-modifying
+    CTE, one round trip less); None where the database has none (SQLite, local)."""
     read_state: str
     write_state: str
     count_changes: str
+    tokens_added: str
+    tokens_template: tuple[Any, ...]
     returning: bool
     columns: tuple[str, ...]
     prepare: tuple[Callable[[Any], Any], ...]
     prepare_state: Callable[[Any], Any]
+    prepare_marks: tuple[Callable[[Any], Any], Callable[[Any], Any]]
     defaults: tuple[Callable[[], Any], ...]
 
     def prepare_time(self, now: datetime) -> Any:
@@ -138,22 +155,33 @@ class AppendStatements:
 
     def with_qmarks(self) -> AppendStatements:
         """The same statements with ``?`` placeholders (the sqlite3 module's own style)."""
-        return replace(
-            self,
-            insert=self.insert.replace("%s", "?"),
-            touch=self.touch.replace("%s", "?"),
-            touch_opening=self.touch_opening.replace("%s", "?"),
-            turn_status=self.turn_status.replace("%s", "?"),
-            group=self.group.replace("%s", "?"),
-            has_outcome=self.has_outcome.replace("%s", "?"),
-            read_state=self.read_state.replace("%s", "?"),
-            write_state=self.write_state.replace("%s", "?"),
-            count_changes=self.count_changes.replace("%s", "?"),
-        )
+        changes: dict[str, Any] = {}
+        for item in dataclass_fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, str):
+                changes[item.name] = value.replace("%s", "?").replace("%%", "%")
+            elif isinstance(value, dict):
+                changes[item.name] = {key: sql.replace("%s", "?") for key, sql in value.items()}
+        return replace(self, **changes)
 
 
 def _preparer(field: Field[Any, Any], connection: BaseDatabaseWrapper) -> Callable[[Any], Any]:
-    return lambda value: field.get_db_prep_save(value, connection)
+    """`field.get_db_prep_save` on `connection`, cut short where it gives the value back
+    as it is (a str of a text column, a bool, None) or only adapts it (JSON); the tests
+    check both agree on every column of the bench's history."""
+    target: Any = getattr(field, "target_field", field)  # a foreign key: its column's
+    slow = partial(field.get_db_prep_save, connection=connection)
+    kind = target.get_internal_type()
+    if kind in ("CharField", "TextField"):
+        return lambda value: value if type(value) is str else slow(value)
+    if kind == "BooleanField":
+        return lambda value: value if type(value) is bool else slow(value)
+    if kind == "JSONField":
+        adapt, encoder = connection.ops.adapt_json_value, getattr(field, "encoder", None)
+        return lambda value: None if value is None else adapt(value, encoder)
+    if kind == "DateTimeField":
+        return lambda value: None if value is None else slow(value)
+    return slow
 
 
 @cache
@@ -168,7 +196,8 @@ def append_statements(alias: str = "default") -> AppendStatements:
     event_meta, session_meta = models.Event._meta, models.Session._meta
     turn_meta = models.Turn._meta
     by_attname = {field.attname: field for field in event_meta.concrete_fields}
-    fields = [by_attname[name] for name in EVENT_INSERT_COLUMNS]
+    columns = (*EVENT_INSERT_COLUMNS, *EVENT_DERIVED_COLUMNS)  # marks: `opening_marks`
+    fields = [by_attname[name] for name in columns]
     column_sql = ", ".join(quote(field.column) for field in fields)
     marks = ", ".join(["%s"] * len(fields))
     returning = connection.features.can_return_columns_from_insert
@@ -178,11 +207,24 @@ def append_statements(alias: str = "default") -> AppendStatements:
     session, pk = quote(session_meta.db_table), quote(session_meta.pk.column)
     updated, issues = quote("updated_at"), quote("protocol_issue_count")
     touch = f"UPDATE {session} SET {updated} = %s WHERE {pk} = %s"
-    touch_opening = f"UPDATE {session} SET {updated} = %s, {issues} = {issues} + 1 WHERE {pk} = %s"
-    turn_status = (
-        f"SELECT {quote('status')} FROM {quote(turn_meta.db_table)}"
+    state = quote("state")
+    turn = (
+        f"SELECT 1 FROM {quote(turn_meta.db_table)}"
         f" WHERE {quote(turn_meta.pk.column)} = %s AND {quote('session_id')} = %s"
     )
+    running = f"{turn} AND {quote('status')} = '{TurnStatus.RUNNING.value}'"
+    merges = connection.vendor == "postgresql"  # jsonb: || is {**state, **delta}
+    touches = {}
+    for kind, check in ((PLAIN, turn), (OPENS_GROUP, running), (TOOL_RESULT, running)):
+        for delta in (False, True) if merges else (False,):
+            sets = f"{updated} = %s"
+            if kind == OPENS_GROUP:
+                sets += f", {issues} = {issues} + 1"
+            if delta:
+                sets += f", {state} = {state} || %s"
+            touches[kind, delta] = (
+                f"UPDATE {session} SET {sets} WHERE {pk} = %s AND EXISTS ({check})"
+            )
     event_table, event_pk = quote(event_meta.db_table), quote(event_meta.pk.column)
     active = (
         f"{quote('session_id')} = %s AND {quote('deleted_at')} IS NULL"
@@ -192,35 +234,48 @@ def append_statements(alias: str = "default") -> AppendStatements:
         f"SELECT {event_pk} FROM {event_table} WHERE {active} AND {event_pk} < %s"
         f" AND NOT ({quote('role')} = '{Role.TOOL.value}') ORDER BY {event_pk} DESC LIMIT 1"
     )
+    unanswered, orphan = quote("unanswered_calls"), quote("orphan_result")
+    outcome = quote(models.ToolOutcome._meta.db_table)
+    has_outcome = (
+        f"EXISTS (SELECT 1 FROM {outcome}"
+        f" WHERE {outcome}.{quote('event_id')} = {event_table}.{event_pk})"
+    )
     group = (
-        f"SELECT {', '.join(quote(name) for name in GROUP_COLUMNS)} FROM {event_table}"
+        f"SELECT {', '.join(quote(name) for name in GROUP_COLUMNS)}, {unanswered}, {has_outcome}"
+        f" FROM {event_table}"
         f" WHERE {active} AND {event_pk} <= %s AND {event_pk} >= ({anchor}) ORDER BY {event_pk}"
     )
-    outcome_meta = models.ToolOutcome._meta
-    has_outcome = (
-        f"SELECT 1 FROM {quote(outcome_meta.db_table)} WHERE {quote('event_id')} = %s LIMIT 1"
-    )
+    write_marks = f"UPDATE {event_table} SET {unanswered} = %s, {orphan} = %s WHERE {event_pk} = %s"
     orphans = quote("orphan_result_count")
     count_changes = (
         f"UPDATE {session} SET {issues} = {issues} + %s, {orphans} = {orphans} + %s WHERE {pk} = %s"
     )
-    state = quote("state")
+    count_and_mark = None
+    if merges:
+        count_and_mark = f"WITH marked AS ({write_marks}) {count_changes}"
+    tokens_added, tokens_template = tokens_added_sql(alias)
     read_state = f"SELECT {state} FROM {session} WHERE {pk} = %s"
     write_state = f"UPDATE {session} SET {state} = %s WHERE {pk} = %s"
     return AppendStatements(
         insert=insert,
         touch=touch,
-        touch_opening=touch_opening,
-        turn_status=turn_status,
+        touches=touches,
         group=group,
-        has_outcome=has_outcome,
+        write_marks=write_marks,
+        count_and_mark=count_and_mark,
         read_state=read_state,
         write_state=write_state,
         count_changes=count_changes,
+        tokens_added=tokens_added,
+        tokens_template=tokens_template,
         returning=returning,
-        columns=EVENT_INSERT_COLUMNS,
+        columns=columns,
         prepare=tuple(_preparer(field, connection) for field in fields),
         prepare_state=_preparer(session_meta.get_field("state"), connection),
+        prepare_marks=(
+            _preparer(by_attname["unanswered_calls"], connection),
+            _preparer(by_attname["orphan_result"], connection),
+        ),
         defaults=tuple(field.get_default for field in fields),
     )
 
@@ -229,20 +284,13 @@ def run_insert(
     cursor: Any, statements: AppendStatements, session_id: str, now: datetime,
     fields: dict[str, Any],
 ) -> int:  # fmt: skip
-    """Run the INSERT of an event (`fields` as stored) on `cursor`; the new event's id."""
-    cursor.execute(statements.insert, statements.insert_params(session_id, now, fields))
+    """Run the INSERT of an event (`fields` as stored, with its `opening_marks`) on
+    `cursor`; the new event's id."""
+    marked = {**fields, **opening_marks(fields)}
+    cursor.execute(statements.insert, statements.insert_params(session_id, now, marked))
     if statements.returning:
         return int(cursor.fetchone()[0])
     return int(cursor.lastrowid)
-
-
-def turn_is_running(
-    cursor: Any, statements: AppendStatements, session_id: str, turn_id: str
-) -> bool:
-    """Whether turn `turn_id` of the session is running (`resume_delta`'s rule)."""
-    cursor.execute(statements.turn_status, (turn_id, session_id))
-    row = cursor.fetchone()
-    return row is not None and row[0] == TurnStatus.RUNNING.value
 
 
 # -- the direct path (SQLite) --------------------------------------------------------
@@ -290,10 +338,7 @@ def direct_append(
     transaction on this thread's own SQLite connection: (its id, its timestamp), or None
     when it must take the regular path (see the module; nothing is stored then)."""
     kind = sql_kind(event, fields)
-    # The page facts (`page_facts.note_appended`: tokens, the marks of a call group) are
-    # kept through the ORM, on the regular path's connection.
-    direct = kind == PLAIN and event.usage is None
-    target = _direct_target(alias) if direct else None
+    target = _direct_target(alias) if kind != OTHER else None
     if target is None:
         return None
     statements = _qmark_statements(alias)
@@ -327,46 +372,66 @@ def append_in_transaction(
     commits): (the event's id, its timestamp), or None when the caller must roll back
     and take the ORM path (a shape the local rules do not cover, an unknown session).
     `kind`: `sql_kind` of the event, never `OTHER`."""
-    if kind == PLAIN:
-        cursor.execute(statements.turn_status, (event.turn_id, session_id))
-        if cursor.fetchone() is None:
-            return None  # an event no turn record holds: the ORM path keeps `has_legacy_events`
-    elif not turn_is_running(cursor, statements, session_id, event.turn_id):
-        return None  # the projection changes too: the full recomputation's path
     stamp = now()  # under the write lock on SQLite: timestamps grow with ids
-    touch = statements.touch_opening if kind == OPENS_GROUP else statements.touch
-    # The UPDATE checks the session exists and locks its row (PostgreSQL) first: the
-    # state below is read under that lock, and event ids grow in commit order.
-    cursor.execute(touch, (statements.prepare_time(stamp), session_id))
+    delta = fields["state_delta"]
+    in_touch = bool(delta) and (kind, True) in statements.touches
+    params = [statements.prepare_time(stamp)]
+    if in_touch:
+        params.append(statements.prepare_state(delta))
+    # The UPDATE checks the session exists and holds the event's turn (a plain event's: a
+    # record of the session, else the ORM path keeps `has_legacy_events`; a call's or
+    # result's: running, else the projection changes too: the full recomputation's path)
+    # and locks the row (PostgreSQL) first: the state below is read under that lock, and
+    # event ids grow in commit order.
+    params += [session_id, event.turn_id, session_id]
+    cursor.execute(statements.touches[kind, in_touch], params)
     if cursor.rowcount != 1:
         return None
-    delta = fields["state_delta"]
-    if delta:  # read-modify-write of the state under the lock
+    if delta and not in_touch:  # read-modify-write of the state under the lock
         cursor.execute(statements.read_state, (session_id,))
         (state,) = cursor.fetchone()
         state = json.loads(state) if isinstance(state, str) else state
         merged = statements.prepare_state({**state, **delta})
         cursor.execute(statements.write_state, (merged, session_id))
     row_id = run_insert(cursor, statements, session_id, stamp, fields)
+    if event.usage is not None:  # the page facts' token totals (`page_facts`)
+        added = tokens_added_params(statements.tokens_template, session_id, row_id, row_id)
+        cursor.execute(statements.tokens_added, added)
     if kind == TOOL_RESULT:
         cursor.execute(statements.group, (session_id, row_id, session_id, row_id))
         rows = [_decoded(row) for row in cursor.fetchall()]
 
         def outcomes_of(first_id: int) -> dict[tuple[int, str], RecordedOutcome] | None:
-            cursor.execute(statements.has_outcome, (first_id,))
-            return None if cursor.fetchone() else {}  # recorded outcomes: the ORM path
+            return None if rows[0][-1] else {}  # recorded outcomes: the ORM path
 
-        counts = tool_result_counts(session_id, event.turn_id, row_id, rows, outcomes_of)
+        counts = tool_result_counts(
+            session_id, event.turn_id, row_id, [row[:-2] for row in rows], outcomes_of
+        )
         if counts is None:
             return None
+        # The page facts: the group's marks (`page_facts.result_marks`; rows[0] is its
+        # assistant event, the counts said so).
+        first = rows[0]
+        anchor = (first[0], first[1], first[3], first[-2])
+        prepare_unanswered, prepare_orphan = statements.prepare_marks
+        writes = [
+            (prepare_unanswered(unanswered), prepare_orphan(orphan), marked_id)
+            for marked_id, (unanswered, orphan) in result_marks(anchor, event, row_id).items()
+        ]
         if counts:
             changes = (counts.get("protocol_issue_count", 0), counts.get("orphan_result_count", 0))
-            cursor.execute(statements.count_changes, (*changes, session_id))
+            if statements.count_and_mark:
+                cursor.execute(statements.count_and_mark, (*writes.pop(), *changes, session_id))
+            else:
+                cursor.execute(statements.count_changes, (*changes, session_id))
+        for marks in writes:
+            cursor.execute(statements.write_marks, marks)
     return row_id, stamp
 
 
 def _decoded(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A `GROUP_COLUMNS` row as the ORM gives it: JSON columns decoded."""
+    """A `GROUP_COLUMNS` row (and its kept unanswered calls, whether it has recorded
+    outcomes) as the ORM gives it: JSON columns decoded."""
     values = list(row)
     for index in _JSON_GROUP_COLUMNS:
         if isinstance(values[index], str):
@@ -374,8 +439,9 @@ def _decoded(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-_JSON_GROUP_COLUMNS = tuple(
-    index for index, name in enumerate(GROUP_COLUMNS) if name in ("tool_calls", "tool_response")
+_JSON_GROUP_COLUMNS = (
+    *(i for i, name in enumerate(GROUP_COLUMNS) if name in ("tool_calls", "tool_response")),
+    len(GROUP_COLUMNS),  # unanswered_calls
 )
 
 

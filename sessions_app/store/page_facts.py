@@ -13,7 +13,8 @@ never reads every event to show a few.
 - The session's token totals (`Session.tokens_input`, `tokens_output`, `tokens_cached`):
   the sums `search.numbers` defines, over the active events.
 
-Appends keep both with a few bounded statements (`note_appended`, `note_tokens_added`);
+Appends keep both with a few bounded statements (`opening_marks` in the event's INSERT,
+`result_marks`, `note_appended`, `note_tokens_added`);
 every write that rewrites history (imports, deletes, archiving, OTLP and tail rebuilds,
 crash recovery) ends in the full recomputation `refresh_page_facts`, which
 `store.resume.refresh_resume_status` calls. `tests/test_page_facts.py` compares the kept
@@ -26,7 +27,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cache
+from typing import Any, cast
 
 from django.db.models import (
     BigIntegerField,
@@ -43,6 +45,7 @@ from django.db.models import (
     When,
 )
 from django.db.models.functions import Coalesce
+from django.db.models.sql import UpdateQuery
 
 from agentops.runtime.model import Event, Role
 from agentops.runtime.protocol import (
@@ -66,10 +69,14 @@ __all__ = [
     "new_context_generation",
     "note_appended",
     "note_tokens_added",
+    "opening_marks",
     "protocol_marks",
     "refresh_page_facts",
+    "result_marks",
     "stored_marks",
     "token_sums",
+    "tokens_added_params",
+    "tokens_added_sql",
     "write_marks",
 ]
 
@@ -190,27 +197,78 @@ def note_tokens_added(session_id: str, first_id: int, last_id: int) -> None:
     )
 
 
+#: Stand-ins compiled into `tokens_added_sql` for the values each run gives, and the
+#: slots that name them in its parameter template.
+_SESSION, _FIRST, _LAST = "\x00session", -987_654_321, -987_654_322
+_SLOTS = {_SESSION: object(), _FIRST: object(), _LAST: object()}
+
+
+@cache
+def tokens_added_sql(alias: str = "default") -> tuple[str, tuple[Any, ...]]:
+    """`note_tokens_added`'s UPDATE compiled once for database `alias` (the same ORM
+    expressions): its SQL (``%s`` placeholders) and a template of its parameters: values
+    and slots for the session and the event ids (`tokens_added_params`)."""
+    added = token_sums(_SESSION, id__gte=_FIRST, id__lte=_LAST)
+    query = cast(UpdateQuery, models.Session.objects.filter(pk=_SESSION).query.chain(UpdateQuery))
+    query.add_update_values({name: F(name) + value for name, value in added.items()})
+    sql, params = query.get_compiler(alias).as_sql()
+    return sql, tuple(_SLOTS.get(p, p) if isinstance(p, str | int) else p for p in params)
+
+
+def tokens_added_params(
+    template: tuple[Any, ...], session_id: str, first_id: int, last_id: int
+) -> list[Any]:
+    """The parameters of `tokens_added_sql` for the session's events first..last."""
+    given = {
+        id(_SLOTS[_SESSION]): session_id,
+        id(_SLOTS[_FIRST]): first_id,
+        id(_SLOTS[_LAST]): last_id,
+    }
+    return [given.get(id(p), p) for p in template]
+
+
+def opening_marks(fields: dict[str, Any]) -> dict[str, Any]:
+    """The derived column values a new event (its column values `fields`) is inserted
+    with: every call of an assistant event with calls unanswered (the results that
+    follow answer them, `result_marks`); nothing for any other event."""
+    if fields["role"] == Role.ASSISTANT.value and fields["tool_calls"]:
+        return {"unanswered_calls": list(range(len(fields["tool_calls"])))}
+    return {}
+
+
 def note_appended(session_id: str, event: Event, event_id: int) -> None:
-    """Keep the page facts after `event` was stored as `event_id`, the session's newest
-    active event, in the append's transaction: its tokens (one UPDATE when it has usage)
-    and the marks of the tool-call group it joins (an assistant event with calls: one
-    UPDATE; a tool result: one query and one UPDATE; anything else: none)."""
+    """Keep the page facts after `event` was stored as `event_id` (inserted with its
+    `opening_marks`), the session's newest active event, in the append's transaction: its
+    tokens (one UPDATE when it has usage) and, for a tool result, the marks of the
+    tool-call group it joins (one query and one UPDATE; anything else: none)."""
     if event.usage is not None:
         note_tokens_added(session_id, event_id, event_id)
-    role = event.content.role
-    if role is Role.ASSISTANT and event.content.tool_calls:
-        unanswered = list(range(len(event.content.tool_calls)))
-        models.Event.objects.filter(pk=event_id).update(unanswered_calls=unanswered)
-    elif role is Role.TOOL:
+    if event.content.role is Role.TOOL:
         _note_result(session_id, event, event_id)
 
 
+def result_marks(
+    anchor: tuple[int, str, Any, list[int] | None] | None, event: Event, event_id: int
+) -> dict[int, Marks]:
+    """The marks that change after tool result `event` was stored as `event_id`, from
+    its group's assistant event `anchor` ((id, turn id, tool calls, kept unanswered call
+    indexes) of the last active event before it that is not a tool result; None: there
+    is none): it answers the first still unanswered call with its call id when that
+    event has calls left unanswered and the same turn id, as the inspector matches
+    (docs/runtime.md §5): the anchor's marks; else it is an orphan: its own. No query."""
+    if anchor is not None:
+        anchor_id, turn_id, calls, unanswered = anchor
+        answered = event.content.answered_call_id
+        if unanswered and turn_id == event.turn_id:
+            for index in unanswered:
+                if index < len(calls) and calls[index].get("id") == answered:
+                    return {anchor_id: ([i for i in unanswered if i != index] or None, False)}
+    return {event_id: (None, True)}
+
+
 def _note_result(session_id: str, event: Event, event_id: int) -> None:
-    """The marks after a new tool result: it answers the first still unanswered call with
-    its call id of the group's assistant event (the last active event before it that is
-    not a tool result) when that event has calls left unanswered and the same turn id, as
-    the inspector matches (docs/runtime.md §5); else it is an orphan. Reads the assistant
-    event's row only: its kept marks say which calls earlier results left open."""
+    """`result_marks`, stored. Reads the assistant event's row only: its kept marks say
+    which calls earlier results left open."""
     anchor = (
         models.Event.objects.active()
         .filter(session_id=session_id, id__lt=event_id)
@@ -219,16 +277,7 @@ def _note_result(session_id: str, event: Event, event_id: int) -> None:
         .values_list("id", "turn_id", "tool_calls", "unanswered_calls")
         .first()
     )
-    if anchor is not None:
-        anchor_id, turn_id, calls, unanswered = anchor
-        answered = event.content.answered_call_id
-        if unanswered and turn_id == event.turn_id:
-            for index in unanswered:
-                if index < len(calls) and calls[index].get("id") == answered:
-                    left = [i for i in unanswered if i != index] or None
-                    write_marks({anchor_id: (left, False)})
-                    return
-    write_marks({event_id: (None, True)})
+    write_marks(result_marks(anchor, event, event_id))
 
 
 @dataclass

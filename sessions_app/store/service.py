@@ -55,10 +55,7 @@ from sessions_app.store.page_facts import (
 )
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
-from sessions_app.store.rows import (
-    session_from_row,
-    turn_from_row,
-)
+from sessions_app.store.rows import session_from_row, turn_from_row
 from sessions_app.store.run_lock import run_lock
 
 __all__ = ["DjangoSessionService"]
@@ -193,7 +190,6 @@ class DjangoSessionService:
                     )  # fmt: skip
                     if done is None:
                         raise _TakeOrmPath  # rolls the SQL back
-                    note_appended(event.session_id, event, done[0])  # the page facts
                 row_id, at = done
                 return event.model_copy(update={"id": row_id, "created_at": at, "updated_at": at})
             except _TakeOrmPath:
