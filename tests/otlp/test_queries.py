@@ -43,9 +43,11 @@ def test_queries_do_not_grow_with_the_traces_of_a_batch(django_assert_num_querie
     assert len(large) == 10 * len(small)
     assert _queries(small, key) == _queries(large, key)
     # Read the kept spans, sessions and turns; write spans, sessions, turns and events in
-    # bulk; refresh the resume statuses and the kept page facts (stored marks, the
-    # sessions' token totals and legacy flags); in a transaction. SQLite: two more, the
+    # bulk; refresh the resume statuses (new sessions: nothing read back, so no query
+    # reads their turns, events or tool outcomes, `otlp.resume_batch`) and the kept page
+    # facts (stored marks, the sessions' token totals and legacy flags); in a
+    # transaction. SQLite: two more, the
     # events' search index marker set and taken away (`search.batch_index`: one index
     # statement for the batch instead of the FTS trigger once per row).
-    with django_assert_num_queries(19 + (2 if connection.vendor == "sqlite" else 0)):
+    with django_assert_num_queries(16 + (2 if connection.vendor == "sqlite" else 0)):
         store_spans(_batch(5, "five"), key)
