@@ -168,8 +168,7 @@ def land(
     done.turns = [plan.turn_id for plan in plans if plan.turn_id in changed]
     touched = {plan.session_id for plan in plans if plan.turn_id in changed}
     if touched:
-        models.Session.objects.filter(pk__in=touched).update(updated_at=now)
-        refresh_resume_statuses(touched, created & touched, written, turns)
+        refresh_resume_statuses(touched, created & touched, written, turns, now)
     return done
 
 

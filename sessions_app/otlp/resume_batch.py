@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sessions_app import models
@@ -33,15 +34,17 @@ def refresh_resume_statuses(
     created: Collection[str],
     written: Mapping[str, tuple[str, Sequence[Mapping[str, Any]]]],
     turn_rows: Mapping[str, models.Turn],
+    now: datetime,
 ) -> None:
-    """Store the resume status, orphan count and page facts of `session_ids`.
+    """Store the resume status, orphan count and page facts of `session_ids`, and
+    `now` as their `updated_at`.
 
     `created`: those of them the request created; `written`: {turn id: (session id, its
     active events in id order as `watched` values)} of every turn the request wrote;
     `turn_rows`: those turns' rows as written. Reads the other turns and active events of
     the sessions not `created` (two queries, none when all are), which of them have
-    recorded tool outcomes (one; read per such session: rare), one UPDATE per distinct
-    status, and the page facts (`refresh_page_facts_of`)."""
+    recorded tool outcomes (one; read per such session: rare), the page facts' marks
+    (`refresh_page_facts_of`), and one UPDATE of the rows per distinct status."""
     ids = sorted(session_ids)
     known = set(written)
     if any(values["id"] is None for _s, timeline in written.values() for values in timeline):
@@ -81,13 +84,15 @@ def refresh_resume_statuses(
         outcomes = load_outcomes(session_id) if session_id in with_outcomes else {}
         issues, cannot_resume = resume_status(turns.get(session_id, []), stored, outcomes)
         statuses[issues, cannot_resume, orphan_count(stored)].append(session_id)
+    # The kept page facts too (tool-protocol marks, token totals, legacy flag): a turn
+    # rebuilt from its spans replaced its events. Set in the same UPDATE of the rows.
+    facts_of_rows = refresh_page_facts_of(every, created)
     for (issues, cannot_resume, orphans), same in statuses.items():  # mostly one UPDATE
         models.Session.objects.filter(pk__in=same).update(
             protocol_issue_count=issues,
             cannot_resume=cannot_resume,
             orphan_result_count=orphans,
             context_checkpoint=new_context_generation(),
+            updated_at=now,
+            **facts_of_rows,
         )
-    # The kept page facts too (tool-protocol marks, token totals, legacy flag): a turn
-    # rebuilt from its spans replaced its events.
-    refresh_page_facts_of(every)
