@@ -12,7 +12,7 @@ root arrives leaves its old turn (`drop_turn`, rare: a few queries per move).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,16 +27,9 @@ from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.log_mapping import place, turn_drafts, turn_outcome
 from sessions_app.otlp.mapping import Draft, Outcome, Place
 from sessions_app.otlp.models import OtlpSpan
+from sessions_app.otlp.resume_batch import refresh_resume_statuses
 from sessions_app.otlp.watched import event_payloads, new_values, stored_values
-from sessions_app.projector import load_outcomes
-from sessions_app.store.page_facts import new_context_generation, refresh_page_facts_of
-from sessions_app.store.resume import (
-    orphan_count,
-    protocol_events,
-    refresh_resume_status,
-    resume_status,
-)
-from sessions_app.store.rows import turn_from_row
+from sessions_app.store.resume import refresh_resume_status
 
 __all__ = ["NOTE_PREFIX", "OWNER_HOST", "STATE_KEY", "Plan", "land", "refusal"]
 
@@ -165,16 +158,17 @@ def land(
             for span in plan.fresh
         ),
     )
+    created = {plan.session_id for plan in plans if plan.session_id not in sessions}
     _land_sessions(plans, sessions, now)
     known = set(turns)
-    changed = _land_turns(plans, turns, now) | _land_events(plans, now, done)
+    written: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    changed = _land_turns(plans, turns, now) | _land_events(plans, now, done, written)
     done.created = [plan.turn_id for plan in plans if plan.turn_id not in known]
     # Watchers get these turns again: their status or their event count changed.
     done.turns = [plan.turn_id for plan in plans if plan.turn_id in changed]
     touched = {plan.session_id for plan in plans if plan.turn_id in changed}
     if touched:
-        models.Session.objects.filter(pk__in=touched).update(updated_at=now)
-        refresh_resume_statuses(touched)
+        refresh_resume_statuses(touched, created & touched, written, turns, now)
     return done
 
 
@@ -283,10 +277,16 @@ def _columns(draft: Draft) -> dict[str, Any]:
     }
 
 
-def _land_events(plans: Sequence[Plan], now: datetime, done: Landed) -> set[str]:
+def _land_events(
+    plans: Sequence[Plan],
+    now: datetime,
+    done: Landed,
+    written: dict[str, tuple[str, list[dict[str, Any]]]],
+) -> set[str]:
     """Make each plan's stored events equal its drafts, in order: rows rewritten in place,
     new ones appended, the surplus deleted (at most four queries); returns the turn ids
-    whose events changed. Sets `done.new_events` and their payloads (`watched`)."""
+    whose events changed. Sets `done.new_events` and their payloads (`watched`), and
+    `written`: {turn id: (session id, its active events' values in id order)}."""
     stored: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in (
         models.Event.objects.filter(  # the session first: index event_session_turn_idx
@@ -325,6 +325,7 @@ def _land_events(plans: Sequence[Plan], now: datetime, done: Landed) -> set[str]
             timeline.append(values)
             changed.add(plan.turn_id)
         timelines.append(timeline)
+        written[plan.turn_id] = (plan.session_id, timeline)
         if len(rows) > len(plan.drafts):
             surplus += [row["id"] for row in rows[len(plan.drafts) :]]
             changed.add(plan.turn_id)
@@ -358,43 +359,6 @@ def drop_turn(session_id: str, turn_id: str) -> None:
         session.delete()
     elif session is not None:
         refresh_resume_status(session_id)
-
-
-def refresh_resume_statuses(session_ids: Collection[str]) -> None:
-    """`refresh_resume_status` of many sessions: their turns, their events' protocol
-    facts, which of them have recorded tool outcomes (read per such session: rare), one
-    UPDATE per distinct status, and their kept page facts (`refresh_page_facts_of`).
-    Reads every active event of those sessions, so its cost grows with their length, as
-    `refresh_resume_status`'s."""
-    ids = sorted(session_ids)
-    turns: dict[str, list[Any]] = defaultdict(list)
-    for row in models.Turn.objects.filter(session_id__in=ids).order_by("started_at", "id"):
-        turns[row.session_id].append(turn_from_row(row))
-    facts: dict[str, list[Any]] = defaultdict(list)
-    columns = ("id", "turn_id", "role", "tool_calls", "tool_response", "tool_call_id", "author")
-    events = models.Event.objects.active().filter(session_id__in=ids).order_by("id")
-    for session_id, *fact in events.values_list("session_id", *columns):
-        facts[session_id].append(tuple(fact))
-    with_outcomes = set(
-        models.ToolOutcome.objects.filter(session_id__in=ids).values_list("session_id", flat=True)
-    )
-    statuses: dict[tuple[int, bool, int], list[str]] = defaultdict(list)
-    every: dict[str, Sequence[Any]] = {}
-    for session_id in ids:
-        stored = every[session_id] = protocol_events(session_id, facts.get(session_id, []))
-        outcomes = load_outcomes(session_id) if session_id in with_outcomes else {}
-        issues, cannot_resume = resume_status(turns.get(session_id, []), stored, outcomes)
-        statuses[issues, cannot_resume, orphan_count(stored)].append(session_id)
-    for (issues, cannot_resume, orphans), same in statuses.items():  # mostly one UPDATE
-        models.Session.objects.filter(pk__in=same).update(
-            protocol_issue_count=issues,
-            cannot_resume=cannot_resume,
-            orphan_result_count=orphans,
-            context_checkpoint=new_context_generation(),
-        )
-    # The kept page facts too (tool-protocol marks, token totals, legacy flag): a turn
-    # rebuilt from its spans replaced its events.
-    refresh_page_facts_of(every)
 
 
 def existing_rows(

@@ -25,7 +25,7 @@ session.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, cast
@@ -150,26 +150,30 @@ def new_context_generation() -> dict[str, Any]:
     return {"gen": uuid.uuid4().hex}
 
 
-def refresh_page_facts_of(events: dict[str, Sequence[Event]]) -> None:
+def refresh_page_facts_of(
+    events: dict[str, Sequence[Event]], fresh: Collection[str] = ()
+) -> dict[str, Any]:
     """`refresh_page_facts` of many sessions at once ({session id: its active events in id
-    order}), storing all: one query for the stored marks, one UPDATE per distinct changed
-    mark, one UPDATE of every session row (token totals and legacy flag, each its own)."""
+    order}): store the marks that changed (one query for the stored marks, none when every
+    session is `fresh`: each of its events was just inserted, unmarked; one UPDATE per
+    distinct changed mark) and return the session rows' token totals and legacy flag as
+    expressions of the row (``OuterRef("pk")``) for the caller's UPDATE of those rows."""
     wanted: dict[int, Marks] = {}
     for session_events in events.values():
         wanted.update(protocol_marks(session_events))
-    rows = (
-        models.Event.objects.filter(session_id__in=list(events))
-        .flagged()
-        .values_list("id", "unanswered_calls", "orphan_result")
-    )
-    stored = {row_id: (unanswered, orphan) for row_id, unanswered, orphan in rows}
+    stored: dict[int, Marks] = {}
+    if set(events) - set(fresh):
+        rows = (
+            models.Event.objects.filter(session_id__in=list(events))
+            .flagged()
+            .values_list("id", "unanswered_calls", "orphan_result")
+        )
+        stored = {row_id: (unanswered, orphan) for row_id, unanswered, orphan in rows}
     changed = {i: m for i, m in wanted.items() if stored.get(i) != m}
     changed.update({i: _CLEAN for i in stored if i not in wanted})
     write_marks(changed)
     each = OuterRef("pk")
-    models.Session.objects.filter(pk__in=list(events)).update(
-        **token_sums(each), has_legacy_events=legacy_events_exist(each)
-    )
+    return {**token_sums(each), "has_legacy_events": legacy_events_exist(each)}
 
 
 def token_sums(session_id: str | OuterRef, **event_filter: Any) -> dict[str, Any]:

@@ -43,9 +43,11 @@ def test_queries_do_not_grow_with_the_traces_of_a_batch(django_assert_num_querie
     assert len(large) == 10 * len(small)
     assert _queries(small, key) == _queries(large, key)
     # Read the kept spans, sessions and turns; write spans, sessions, turns and events in
-    # bulk; refresh the resume statuses and the kept page facts (stored marks, the
-    # sessions' token totals and legacy flags); in a transaction. SQLite: two more, the
-    # events' search index marker set and taken away (`search.batch_index`: one index
-    # statement for the batch instead of the FTS trigger once per row).
-    with django_assert_num_queries(19 + (2 if connection.vendor == "sqlite" else 0)):
+    # bulk; keep the resume statuses and page facts (`otlp.resume_batch`: new sessions
+    # are not read back, neither their turns, events, tool outcomes nor stored marks; the
+    # statuses, token totals, legacy flags and updated_at in one UPDATE of the rows); in
+    # a transaction. SQLite: two more, the events' search index marker set and taken
+    # away (`search.batch_index`: one index statement for the batch instead of the FTS
+    # trigger once per row).
+    with django_assert_num_queries(13 + (2 if connection.vendor == "sqlite" else 0)):
         store_spans(_batch(5, "five"), key)
