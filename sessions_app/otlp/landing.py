@@ -176,21 +176,27 @@ def _land_sessions(
     plans: Sequence[Plan], sessions: dict[str, models.Session], now: datetime
 ) -> None:
     new: dict[str, models.Session] = {}
-    for plan in plans:
+    for plan in sorted(plans, key=lambda plan: plan.spans[0].start_at):
         captured = plan.where.content_captured
-        row = sessions.get(plan.session_id)
-        if row is None and plan.session_id not in new:
+        row = sessions.get(plan.session_id) or new.get(plan.session_id)
+        if row is None:
             new[plan.session_id] = models.Session(
                 id=plan.session_id,
                 app_name=plan.where.app_name[:255],
                 user_id=plan.where.user_id[:255],
+                title=_first_prompt(plan),
                 state={STATE_KEY: {"content_captured": captured}},
                 source_format=models.Session.SourceFormat.OTLP,
                 model=plan.where.model,
                 created_at=now,
                 updated_at=now,
             )
-        elif row is not None:  # rare changes: a query each
+        elif plan.session_id in new:
+            row.title = row.title or _first_prompt(plan)
+        else:  # rare changes: a query each
+            if not row.title and (title := _first_prompt(plan)):
+                row.title = title
+                models.Session.objects.filter(pk=row.pk).update(title=title)
             mark = row.state.get(STATE_KEY) if isinstance(row.state, dict) else None
             if captured and isinstance(mark, dict) and mark.get("content_captured") is False:
                 row.state = {**row.state, STATE_KEY: {"content_captured": True}}
@@ -200,6 +206,13 @@ def _land_sessions(
                 models.Session.objects.filter(pk=row.pk).update(model=row.model)
     models.Session.objects.bulk_create(new.values())
     sessions.update(new)
+
+
+def _first_prompt(plan: Plan) -> str:
+    """The session's title from a trace: its first user message's text (already
+    redacted with the attributes it came from), or "" (content not captured)."""
+    text = next((draft.text for draft in plan.drafts if draft.role == "user" and draft.text), "")
+    return " ".join(text.split())[:500]
 
 
 #: The columns of a new span row: a `SpanRecord`'s, then where it was received and landed.

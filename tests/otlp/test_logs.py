@@ -98,6 +98,8 @@ def test_claude_code_events_make_a_turn_without_traces_json(poster: OtlpPoster) 
     session = models.Session.objects.get()
     assert (session.id, session.app_name, session.user_id) == ("cc-session", "claude-code", "dev-1")
     assert session.model == "claude-sonnet-5"
+    assert session.title == "List the files"  # its first prompt, as an import titles it
+    assert session.get_source_format_display() == "OpenTelemetry (OTLP)"
     turn = models.Turn.objects.get()
     assert (turn.id, turn.status) == ("cc-session/prompt-1", "completed")
     assert _events("cc-session") == [

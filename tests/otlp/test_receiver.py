@@ -60,6 +60,8 @@ def test_protobuf_conversation_lands_as_sessions_turns_and_events(poster: OtlpPo
     assert conv2.startswith("otlp-")  # its root (naming conv-2) has not arrived: the trace's own
     sources = set(models.Session.objects.values_list("source_format", flat=True))
     assert sources == {"otlp"}  # not "runtime": the dashboard's agent does not run them
+    titles = dict(models.Session.objects.values_list("id", "title"))
+    assert titles["conv-1"] == "What is the weather in Paris?"  # its first turn's prompt
     ok, failed = turns
     assert ok == (
         "completed", "", "", "",
@@ -141,7 +143,9 @@ def test_without_content_calls_and_results_come_from_tool_spans(poster: OtlpPost
         ("tool", []),
     ]
     assert (events[1].tool_response or {})["tool_call_id"] == "call_1"
-    assert models.Session.objects.get(pk="conv-1").state["otlp"] == {"content_captured": False}
+    session = models.Session.objects.get(pk="conv-1")
+    assert session.state["otlp"] == {"content_captured": False}
+    assert session.title == ""  # no prompt to name it: the list shows its id
 
 
 def _status(response: Any) -> str:
