@@ -257,6 +257,9 @@ DATABASES = {"default": _database}
 AGENTOPS_IMPORT_LOCK_MS = envint("AGENTOPS_IMPORT_LOCK_MS", 1000)
 # Claude Code files of this size or more are imported while they are parsed (flat memory).
 AGENTOPS_IMPORT_STREAM_BYTES = envint("AGENTOPS_IMPORT_STREAM_BYTES", 4 << 20)
+# PostgreSQL: the append's statements are prepared once run this many times (0: never,
+# for a pooler that cannot keep prepared statements; sessions_app/store/prepared.py).
+AGENTOPS_PG_PREPARE_THRESHOLD = envint("AGENTOPS_PG_PREPARE_THRESHOLD", 5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -243,3 +243,28 @@ def test_the_value_preparation_is_each_fields_own() -> None:
             fast, slow = prepare(value), field.get_db_prep_save(value, connection)
             assert type(fast) is type(slow), (name, value)
             assert getattr(fast, "obj", fast) == getattr(slow, "obj", slow), (name, value)
+
+
+def _close() -> None:
+    connection.close()
+
+
+def _prepared_statements() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs DATABASE_URL=postgres://...")
+@pytest.mark.parametrize("threshold", [5, 0])
+async def test_appends_on_postgresql_are_prepared_statements_unless_turned_off(
+    threshold: int, settings: Any
+) -> None:
+    settings.AGENTOPS_PG_PREPARE_THRESHOLD = threshold
+    await sync_to_async(_close)()  # a connection that prepared nothing yet
+    service = DjangoSessionService()
+    for n in range(3):  # each statement of a plain append runs 3 x 5 times
+        await _run(service, f"prep-{n}")
+    prepared = await sync_to_async(_prepared_statements)()
+    assert (prepared > 0) == (threshold > 0), prepared
+    assert await sync_to_async(_rows)("prep-0") == await sync_to_async(_rows)("prep-2")

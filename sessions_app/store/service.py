@@ -48,6 +48,7 @@ from sessions_app.store.append_sql import (
 )
 from sessions_app.store.cancel_after import cancel_after
 from sessions_app.store.owner import owner_fields
+from sessions_app.store.prepared import append_cursor
 from sessions_app.store.page_facts import (
     legacy_after_append,
     legacy_after_begin,
@@ -183,7 +184,7 @@ class DjangoSessionService:
         kind = sql_kind(event, fields)
         if kind != OTHER:  # the append's statements in SQL built once (`append_sql`)
             try:
-                with transaction.atomic(), connection.cursor() as cursor:
+                with transaction.atomic(), append_cursor() as cursor:
                     done = append_in_transaction(
                         cursor, append_statements(), event.session_id, event, fields,
                         timezone.now, kind,
