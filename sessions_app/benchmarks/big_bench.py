@@ -17,15 +17,13 @@ view's figures, and the memory figure covers the background pass.
 
 from __future__ import annotations
 
-import http.client
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from sessions_app.benchmarks import Figures, register, run_django_child
 from sessions_app.benchmarks.children import big_child
-from sessions_app.benchmarks.http_server import get, serve
+from sessions_app.benchmarks.http_server import context_ready_after, get, serve
 
 PAGES = {
     "session_page": "/sessions/{sid}/",
@@ -69,7 +67,7 @@ def bench_big(events: int = 1_000_000, **_: Any) -> Figures:
                 _reset_peak(server.pid)
                 result = get(port, url, cookie)
                 if name == "context_page":
-                    figures["context_ready_s"] = _ready_after(port, url, cookie)
+                    figures["context_ready_s"] = context_ready_after(port, url, cookie)
                     result = {
                         **result,
                         **{f"ready_{k}": v for k, v in get(port, url, cookie).items()},
@@ -79,17 +77,3 @@ def bench_big(events: int = 1_000_000, **_: Any) -> Figures:
                     figures[f"{name}_{key}"] = value
                 figures[f"{name}_rss_above_idle_mb"] = round((peak - idle) / 1024, 1)
             return figures
-
-
-def _ready_after(port: int, path: str, cookie: str) -> float:
-    """Seconds until `path` no longer answers the context page's "working it out" page
-    (its background pass, `sessions_app.pages.context_background`), asking once a second."""
-    started = time.perf_counter()
-    while True:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
-        connection.request("GET", path, headers={"Cookie": cookie})
-        body = connection.getresponse().read()
-        connection.close()
-        if b'id="context-pending"' not in body:
-            return round(time.perf_counter() - started, 1)
-        time.sleep(1)

@@ -137,3 +137,17 @@ def get(port: int, path: str, cookie: str, headers: dict[str, str] | None = None
         "total_ms": round((done - started) * 1000, 1),
         "bytes": size,
     }
+
+
+def context_ready_after(port: int, path: str, cookie: str) -> float:
+    """Seconds until `path` no longer answers the context page's "working it out" page
+    (its background pass, `sessions_app.pages.context_background`), asking once a second."""
+    started = time.perf_counter()
+    while True:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+        connection.request("GET", path, headers={"Cookie": cookie})
+        body = connection.getresponse().read()
+        connection.close()
+        if b'id="context-pending"' not in body:
+            return round(time.perf_counter() - started, 1)
+        time.sleep(1)
