@@ -48,12 +48,12 @@ from sessions_app.store.append_sql import (
 )
 from sessions_app.store.cancel_after import cancel_after
 from sessions_app.store.owner import owner_fields
-from sessions_app.store.prepared import append_cursor
 from sessions_app.store.page_facts import (
     legacy_after_append,
     legacy_after_begin,
     note_appended,
 )
+from sessions_app.store.prepared import append_cursor
 from sessions_app.store.resume import load_events, load_turns, refresh_resume_status
 from sessions_app.store.resume_delta import status_after_append, status_after_finish
 from sessions_app.store.rows import session_from_row, turn_from_row
