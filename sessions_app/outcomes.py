@@ -12,7 +12,6 @@ import json
 import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -153,12 +152,13 @@ def record_tool_outcome(
 def _tell_watchers(session_id: str, event_id: int, call_id: str) -> None:
     """Send the session's watchers the call with its outcome (``live.outcome``), so their
     page stops saying it awaits the user; a failure is only logged (the outcome is kept)."""
-    from sessions_app.live.groups import broadcast
+    from sessions_app.live.groups import broadcast_committed
     from sessions_app.live.payloads import OUTCOME, outcome_payload
 
     try:
         payload = outcome_payload(session_id, event_id, call_id)
-        if payload is not None:
-            async_to_sync(broadcast)(session_id, {"type": OUTCOME, "outcome": payload})
-    except Exception:  # a dead channel layer must not fail a committed outcome
-        logger.warning("live.outcome broadcast failed for %s", session_id, exc_info=True)
+    except Exception:  # reading it back must not fail a committed outcome either
+        logger.warning("reading outcome of %s for watchers failed", session_id, exc_info=True)
+        return
+    if payload is not None:
+        broadcast_committed(session_id, {"type": OUTCOME, "outcome": payload})

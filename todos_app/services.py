@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from asgiref.sync import async_to_sync
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
@@ -172,13 +171,10 @@ def _write_rows(todo_list: TodoList, old: Sequence[TodoItem], new: Sequence[Todo
 
 def _broadcast_changed(session_id: str, version: int) -> None:
     """Tell the session's watchers the list is now `version` (failures only logged)."""
-    from sessions_app.live.groups import broadcast
+    from sessions_app.live.groups import broadcast_committed
 
     message = {"type": TODOS_CHANGED, "session_id": session_id, "version": version}
-    try:
-        async_to_sync(broadcast)(session_id, message)
-    except Exception:  # a dead channel layer must not undo or fail a committed change
-        logger.warning("todos.changed broadcast failed for %s", session_id, exc_info=True)
+    broadcast_committed(session_id, message)
 
 
 def change_todos(

@@ -9,9 +9,13 @@ sent in one process reaches watchers connected to any other.
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+
+logger = logging.getLogger(__name__)
 
 
 def group_name(session_id: str) -> str:
@@ -26,3 +30,12 @@ async def broadcast(session_id: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is not None:
         await layer.group_send(group_name(session_id), message)
+
+
+def broadcast_committed(session_id: str, message: dict[str, Any]) -> None:
+    """`broadcast` from synchronous code after a change was committed (``on_commit``): a
+    failure is only logged, since a dead channel layer must not fail a committed change."""
+    try:
+        async_to_sync(broadcast)(session_id, message)
+    except Exception:
+        logger.warning("%s broadcast failed for %s", message.get("type"), session_id, exc_info=True)
