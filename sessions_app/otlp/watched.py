@@ -20,8 +20,19 @@ from sessions_app.live.payloads import EVENT, EVENT_FIELDS, TURN, TurnCalls
 __all__ = ["event_payloads", "messages", "new_values", "stored_values"]
 
 
+#: The last (datetime, ISO text) converted: most calls convert a batch's one write time.
+#: One tuple, replaced whole, so threads never see a pair that does not match.
+_last_iso: tuple[datetime | None, str] = (None, "")
+
+
 def _iso(value: datetime) -> str:
-    return value.isoformat()
+    global _last_iso
+    last = _last_iso
+    if value is last[0]:
+        return last[1]
+    text = value.isoformat()
+    _last_iso = (value, text)
+    return text
 
 
 def new_values(
