@@ -38,6 +38,7 @@ from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import turn_payloads_of
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
+from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
     NOTE_PREFIX,
     OWNER_HOST,
@@ -79,8 +80,9 @@ class Received:
 
 def keep_attributes(many: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Of each of `many`, the attributes that may be kept, redacted like imports: with
-    one prefilter pass over all of them (`redaction.redact_values`)."""
-    kept = [{k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)}
+    one prefilter pass over all of them (`redaction.redact_values`); a model span's
+    input without the earlier history the mapping never reads (`history.kept_inputs`)."""
+    kept = [kept_inputs({k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)})
             for attributes in many]  # fmt: skip
     return [dict(redacted) for redacted in redact_values(kept)]
 

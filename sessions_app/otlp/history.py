@@ -1,0 +1,67 @@
+"""What is kept of a model span's input messages: the part the mapping reads.
+
+A GenAI model span's input (``gen_ai.input.messages``; Google ADK's
+``gcp.vertex.agent.llm_request`` ``contents``) holds the whole conversation so far, so a
+turn of n model calls would keep O(n²) messages, and every later batch of its trace would
+read and map them all again. The mapping reads only two things of a span's input
+(`mapping.span_drafts`): the messages after its last assistant message (what was new to
+the model) and its system messages (the first model span's system prompt when no system
+instructions are given). `kept_inputs` drops the rest before the span is stored, so the
+turn planned from kept spans is the one planned from the spans as received (tests/otlp:
+`test_history` plans both for every producer shape). The draft keys count messages from
+the last assistant one, so they do not change either.
+
+Values that are not a list of messages are kept as received.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from sessions_app.ingest.normalise import json_or_none
+from sessions_app.otlp.messages import Message
+from sessions_app.otlp.messages import _adk_content as adk_content
+from sessions_app.otlp.messages import _genai_message as genai_message
+
+__all__ = ["kept_inputs"]
+
+GENAI_INPUT = "gen_ai.input.messages"
+ADK_REQUEST = "gcp.vertex.agent.llm_request"
+
+
+def _read_part(items: list[Any], message_of: Callable[[Any], Message | None]) -> list[Any] | None:
+    """Of `items` (a span's input messages as sent), those the mapping reads: every
+    system message, and every item after the last assistant message; None when that
+    is all of them."""
+    roles = [message.role if (message := message_of(item)) else None for item in items]
+    last = max((i for i, role in enumerate(roles) if role == "assistant"), default=-1)
+    if last < 0:
+        return None
+    return [item for i, item in enumerate(items) if i > last or roles[i] == "system"]
+
+
+def _text(value: Any) -> str:
+    # The standard library's encoder: it writes back whatever `json_or_none` read
+    # (non-finite numbers, integers of any size) as it was.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def kept_inputs(attributes: dict[str, Any]) -> dict[str, Any]:
+    """`attributes` with the model input's earlier history left out (module docstring);
+    the same dict when there is nothing to leave out."""
+    changed: dict[str, Any] = {}
+    if GENAI_INPUT in attributes:
+        value = attributes[GENAI_INPUT]
+        items = json_or_none(value)
+        if isinstance(items, list) and (kept := _read_part(items, genai_message)) is not None:
+            changed[GENAI_INPUT] = _text(kept) if isinstance(value, str) else kept
+    elif ADK_REQUEST in attributes:  # read only when the GenAI attribute is absent
+        value = attributes[ADK_REQUEST]
+        request = json_or_none(value)
+        contents = request.get("contents") if isinstance(request, dict) else None
+        if isinstance(contents, list) and (kept := _read_part(contents, adk_content)) is not None:
+            request = {**request, "contents": kept}
+            changed[ADK_REQUEST] = _text(request) if isinstance(value, str) else request
+    return {**attributes, **changed} if changed else attributes
