@@ -21,9 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sessions_app.ingest.normalise import json_or_none
-from sessions_app.otlp.messages import Message
 from sessions_app.otlp.messages import _adk_content as adk_content
-from sessions_app.otlp.messages import _genai_message as genai_message
+from sessions_app.otlp.messages import _role as role_of
 
 __all__ = ["kept_inputs"]
 
@@ -31,11 +30,21 @@ GENAI_INPUT = "gen_ai.input.messages"
 ADK_REQUEST = "gcp.vertex.agent.llm_request"
 
 
-def _read_part(items: list[Any], message_of: Callable[[Any], Message | None]) -> list[Any] | None:
+def _genai_role(item: Any) -> str | None:
+    # As `messages._genai` reads an item's role (a non-object item is no message).
+    return role_of(item.get("role")) if isinstance(item, dict) else None
+
+
+def _adk_role(content: Any) -> str | None:
+    message = adk_content(content)  # its parts decide: a function response is "tool"
+    return message.role if message is not None else None
+
+
+def _read_part(items: list[Any], role_of_item: Callable[[Any], str | None]) -> list[Any] | None:
     """Of `items` (a span's input messages as sent), those the mapping reads: every
     system message, and every item after the last assistant message; None when that
     is all of them."""
-    roles = [message.role if (message := message_of(item)) else None for item in items]
+    roles = [role_of_item(item) for item in items]
     last = max((i for i, role in enumerate(roles) if role == "assistant"), default=-1)
     if last < 0:
         return None
@@ -55,13 +64,13 @@ def kept_inputs(attributes: dict[str, Any]) -> dict[str, Any]:
     if GENAI_INPUT in attributes:
         value = attributes[GENAI_INPUT]
         items = json_or_none(value)
-        if isinstance(items, list) and (kept := _read_part(items, genai_message)) is not None:
+        if isinstance(items, list) and (kept := _read_part(items, _genai_role)) is not None:
             changed[GENAI_INPUT] = _text(kept) if isinstance(value, str) else kept
     elif ADK_REQUEST in attributes:  # read only when the GenAI attribute is absent
         value = attributes[ADK_REQUEST]
         request = json_or_none(value)
         contents = request.get("contents") if isinstance(request, dict) else None
-        if isinstance(contents, list) and (kept := _read_part(contents, adk_content)) is not None:
+        if isinstance(contents, list) and (kept := _read_part(contents, _adk_role)) is not None:
             request = {**request, "contents": kept}
             changed[ADK_REQUEST] = _text(request) if isinstance(value, str) else request
     return {**attributes, **changed} if changed else attributes
