@@ -21,18 +21,21 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from agentops.runtime.session import TurnReason
 from sessions_app import models
 from sessions_app.api.models import ApiKey
 from sessions_app.ids import session_id_problem, turn_id_problem
+from sessions_app.ingest.reading import loads
 from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
@@ -128,9 +131,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     with transaction.atomic():
         kept: dict[str, list[SpanRecord]] = defaultdict(list)
         previous: dict[str, set[tuple[str, str]]] = defaultdict(set)
-        for *values, session_id, turn_id in OtlpSpan.objects.filter(
-            trace_id__in={r.trace_id for r in allowed}
-        ).values_list(*SPAN_FIELDS, "session_id", "turn_id"):
+        for *values, session_id, turn_id in _kept_spans({r.trace_id for r in allowed}):
             span = SpanRecord(*values)
             kept[span.trace_id].append(span)
             if turn_id:
@@ -175,6 +176,27 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     done.new_events, done.turns, done.created = landed.new_events, landed.turns, landed.created
     done.events = landed.events
     return done
+
+
+#: The kept span's attributes as their JSON text, decoded by `reading.loads` (orjson where
+#: it reads as the standard library does) rather than by the field: a long trace's spans
+#: are read again with every batch it sends.
+_ATTRIBUTES_TEXT = Cast("attributes", TextField())
+
+
+def _kept_spans(trace_ids: set[str]) -> Iterator[list[Any]]:
+    """The kept spans of `trace_ids`: `SPAN_FIELDS` values, then session and turn id."""
+    fields = [name if name != "attributes" else "attributes_text" for name in SPAN_FIELDS]
+    rows = (
+        OtlpSpan.objects.filter(trace_id__in=trace_ids)
+        .annotate(attributes_text=_ATTRIBUTES_TEXT)
+        .values_list(*fields, "session_id", "turn_id")
+    )
+    at = SPAN_FIELDS.index("attributes")
+    for row in rows:
+        values = list(row)
+        values[at] = loads(values[at])
+        yield values
 
 
 def _ids(where: Place, trace_id: str) -> tuple[str, str]:
