@@ -24,6 +24,7 @@ from sessions_app.otlp.messages import (
     Message,
     arguments_object,
     has_content,
+    has_key_prefix,
     input_messages,
     output_messages,
     system_text,
@@ -150,15 +151,20 @@ def operation(span: SpanLike) -> str:
     return span.name.split(" ", 1)[0].lower()
 
 
+#: Attributes (and prefixes) that make a span a model call whatever its operation.
+_MODEL_KEYS = frozenset({"gen_ai.input.messages", "gcp.vertex.agent.llm_request", EVENTS_KEY})
+_MODEL_PREFIXES = ("llm.input_messages.", "gen_ai.prompt.")
+
+
 def _is_model(span: SpanLike) -> bool:
     attrs = span.attributes
     return (
         operation(span) in MODEL_SPANS
-        or any(
-            key in attrs
-            for key in ("gen_ai.input.messages", "gcp.vertex.agent.llm_request", EVENTS_KEY)
+        or not attrs.keys().isdisjoint(_MODEL_KEYS)
+        or (
+            has_key_prefix(attrs, *_MODEL_PREFIXES)
+            and any(key.startswith(_MODEL_PREFIXES) for key in attrs)
         )
-        or any(key.startswith(("llm.input_messages.", "gen_ai.prompt.")) for key in attrs)
     )
 
 
@@ -292,11 +298,16 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
     if not model and operation(span) != "invoke_agent":
         return drafts
     system = system_text(attrs)
+    inputs: list[Message] | None = None
     if first_model and not system:  # a system message among the inputs (openai-v2 does)
-        system = "\n".join(m.text for m in input_messages(attrs) if m.role == "system")
+        # All of them, read once: what follows the last assistant message is the same
+        # whether the history before it was read or not (`_after_last_assistant`).
+        inputs = input_messages(attrs)
+        system = "\n".join(m.text for m in inputs if m.role == "system")
     if system and first_model:
         drafts.append(Draft(f"{span.span_id}:system", span.start_at, "system", author, text=system))
-    inputs = input_messages(attrs, after_last_assistant=True)
+    if inputs is None:
+        inputs = input_messages(attrs, after_last_assistant=True)
     drafts += _message_drafts(span, _after_last_assistant(inputs), span.start_at, "in", author)
     outputs = _message_drafts(span, output_messages(attrs), span.end_at, "out", author)
     usage = _usage(span) if model else None
