@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from typing import Any, Protocol
 
 from agentops.runtime.session import FailureStage, failure_code_of
@@ -109,6 +110,9 @@ def _ordered(spans: Sequence[SpanLike]) -> list[SpanLike]:
 
 
 def _first(spans: Sequence[SpanLike], keys: Sequence[str]) -> str:
+    # Only the spans holding one of the keys are read key by key (one set test each:
+    # most spans hold none of them).
+    spans = [span for span in spans if not span.attributes.keys().isdisjoint(keys)]
     for key in keys:
         for span in spans:
             value = span.attributes.get(key)
@@ -267,7 +271,8 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
     if model is None:
         model = _is_model(span)
     drafts: list[Draft] = []
-    if operation(span) == "execute_tool":
+    kind = operation(span)
+    if kind == "execute_tool":
         call_id = str(attrs.get("gen_ai.tool.call.id") or f"span-{span.span_id}")
         name = str(attrs.get("gen_ai.tool.name") or span.name)
         call = {
@@ -295,7 +300,7 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
             Draft(f"{span.span_id}:result", span.end_at, "tool", author, tool_response=response)
         )
         return drafts
-    if not model and operation(span) != "invoke_agent":
+    if not model and kind != "invoke_agent":
         return drafts
     system = system_text(attrs)
     inputs: list[Message] | None = None
@@ -316,6 +321,9 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
     return drafts + outputs
 
 
+_BY_TIME = itemgetter(0, 1, 2)
+
+
 def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[Draft]:
     """The events of a turn made of `spans` (and the `extra` drafts of its log records,
     `log_mapping`), in time order, each once."""
@@ -329,7 +337,7 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
         if model:
             first_model = False
         candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]
-    candidates.sort(key=lambda item: (item[0], item[1], item[2]))
+    candidates.sort(key=_BY_TIME)  # then by number: equal times keep their order
     seen_calls: set[str] = set()
     seen_results: set[str] = set()
     seen_text: set[tuple[str, str]] = set()

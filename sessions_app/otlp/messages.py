@@ -98,7 +98,14 @@ def arguments_object(value: Any) -> dict[str, Any]:
     return {"value": decoded if decoded is not None else value}
 
 
+#: The role of each name as sent in lower case (what `_role` makes of it, looked up).
+_KNOWN_ROLES = {name: _ROLES.get(name, name) for name in ("system", "user", "assistant", "tool",
+                *_ROLES)}  # fmt: skip
+
+
 def _role(value: Any) -> str:
+    if isinstance(value, str) and (known := _KNOWN_ROLES.get(value)) is not None:
+        return known
     role = str(value or "user").lower()
     role = _ROLES.get(role, role)
     return role if role in ("system", "user", "assistant", "tool") else "user"
@@ -107,16 +114,15 @@ def _role(value: Any) -> str:
 def _genai_message(item: Any) -> Message | None:
     if not isinstance(item, dict):
         return None
-    message = Message(
-        role=_role(item.get("role")), finish_reason=str(item.get("finish_reason", ""))
-    )
+    message = Message(_role(item.get("role")), finish_reason=str(item.get("finish_reason", "")))
     texts: list[str] = []
-    for part in item.get("parts") or []:
+    for part in item.get("parts") or ():
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
-        if kind in ("text", "reasoning") and isinstance(part.get("content"), str):
-            texts.append(part["content"])
+        if kind == "text" or kind == "reasoning":
+            if isinstance(content := part.get("content"), str):
+                texts.append(content)
         elif kind == "tool_call":
             message.calls.append(
                 Call(
@@ -130,9 +136,9 @@ def _genai_message(item: Any) -> Message | None:
             message.results.append(
                 Result(str(part.get("id") or ""), str(part.get("name") or ""), result)
             )
-    if isinstance(item.get("content"), str):  # older shape: {"role", "content"}
-        texts.append(item["content"])
-    message.text = "\n".join(texts)
+    if isinstance(content := item.get("content"), str):  # older shape: {"role", "content"}
+        texts.append(content)
+    message.text = texts[0] if len(texts) == 1 else "\n".join(texts)
     return message
 
 
@@ -188,7 +194,10 @@ def has_key_prefix(attributes: dict[str, Any], *prefixes: str) -> bool:
     when one does): the keys joined after NULs, searched for NUL + prefix at C speed,
     instead of a test per key in Python (most spans carry no flattened attributes)."""
     keys = "\0" + "\0".join(attributes)
-    return any("\0" + prefix in keys for prefix in prefixes)
+    for prefix in prefixes:
+        if "\0" + prefix in keys:
+            return True
+    return False
 
 
 _OI = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")

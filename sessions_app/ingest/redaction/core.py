@@ -267,8 +267,9 @@ def redact_values(values: Sequence[Any]) -> list[Any]:
     common case, nothing found, keeps one list of all texts). For many small values at
     a time (the spans of an OTLP batch)."""
     everything: list[str] = []
+    # Each distinct text once (keys repeat in every span): the same set of texts.
     if all(_texts(value, everything) for value in values) and not might_hold_secret(
-        "\n".join(everything)
+        "\n".join(dict.fromkeys(everything))
     ):
         return list(values)
     return [value if _plain(value) else redact_value(value) for value in values]
