@@ -352,8 +352,9 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
             continue
         # An event of usage alone (a model request whose text was not sent) is kept.
         usage_alone = not draft.text and not draft.tool_calls and draft.usage is not None
-        draft.tool_calls = [c for c in draft.tool_calls if c["id"] not in seen_calls]
-        seen_calls.update(c["id"] for c in draft.tool_calls)
+        if draft.tool_calls:  # most drafts have none
+            draft.tool_calls = [c for c in draft.tool_calls if c["id"] not in seen_calls]
+            seen_calls.update(c["id"] for c in draft.tool_calls)
         signature = (draft.role, draft.text)
         if draft.text and signature in seen_text and not draft.tool_calls:
             continue
