@@ -136,6 +136,11 @@ LINES = [
     '{"s": "\\ud800 lone", "nul": "\\u0000", "u": "\\u00e9"}',
     '{"dup": 1, "dup": 2}',
     "[" * 950 + "]" * 950,
+    # The shortest texts `needs_stdlib` must still scan (shorter ones are not scanned).
+    "-9223372036854775809",
+    "99999999999999999999",
+    "9999999999999999999",
+    "[" * 900 + "]" * 900,
     "\ufeff{}",
     "not json",
     "",

@@ -14,7 +14,7 @@ import base64
 import json
 import zlib
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf import json_format
@@ -186,40 +186,45 @@ def any_value(value: AnyValue) -> Any:
     return getattr(value, kind)
 
 
-def attributes_of(pairs: Any) -> dict[str, Any]:
-    """OTLP key-value pairs as a dict (a repeated key: the last wins)."""
-    found: dict[str, Any] = {}
+def attributes_of(pairs: Any, found: dict[str, Any] | None = None) -> dict[str, Any]:
+    """OTLP key-value pairs as a dict (a repeated key: the last wins), added to `found`
+    when given (a span's attributes go on top of its resource's without a second dict)."""
+    if found is None:
+        found = {}
     pair: KeyValue
     for pair in pairs:
         value = pair.value
+        # Most values are strings: a non-empty `string_value` is one (its oneof is set),
+        # read without asking which field is set (each access to a field costs a call).
+        text = value.string_value
+        if text:
+            found[pair.key] = text
+            continue
         kind = value.WhichOneof("value")
-        # Most values are strings and integers: read at once.
-        if kind == "string_value":
-            found[pair.key] = value.string_value
-        elif kind == "int_value":
+        if kind == "int_value":
             found[pair.key] = value.int_value
+        elif kind == "string_value":
+            found[pair.key] = text
         else:
             found[pair.key] = any_value(value)
     return found
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 def time_of(nanos: int) -> datetime:
     """Nanoseconds since the epoch as an aware UTC datetime, cut to the microsecond
-    (exactly: no float rounding)."""
+    (exactly: whole seconds, then the microseconds; no float rounding)."""
     try:
-        return _EPOCH + timedelta(microseconds=nanos // 1000)
+        seconds, rest = divmod(nanos, 1_000_000_000)
+        return datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
     except (OverflowError, OSError, ValueError):
         raise BadBody(400, f"time {nanos} is out of range") from None
 
 
-def _exception_type(span: Any) -> str:
-    """The ``exception.type`` of a span's first ``exception`` event ("" when none): the
-    error's class name, which SDKs record there rather than in ``error.type``. Nothing
-    else of the event is read (its message and stack trace are never kept)."""
-    for event in span.events:
+def _exception_type(events: Any) -> str:
+    """The ``exception.type`` of a span's first ``exception`` event naming one ("" when
+    none): the error's class name, which SDKs record there rather than in ``error.type``.
+    Nothing else of the event is read (its message and stack trace are never kept)."""
+    for event in events:
         if event.name == "exception":
             for pair in event.attributes:
                 if pair.key == "exception.type" and pair.value.string_value:
@@ -227,19 +232,20 @@ def _exception_type(span: Any) -> str:
     return ""
 
 
-def _genai_events(span: Any) -> list[dict[str, Any]]:
+def _genai_events(events: Any) -> list[dict[str, Any]]:
     """A span's GenAI events (named ``gen_ai.*``: messages in the conventions that put
     them in span events) as ``{"name", "attributes"}``; no other event is kept."""
     return [
         {"name": event.name, "attributes": attributes_of(event.attributes)}
-        for event in span.events
+        for event in events
         if event.name.startswith("gen_ai.")
     ]
 
 
 def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]:
     """The spans of `request` and how many were unusable (ids of the wrong length: OTLP
-    receivers reject those spans, not the request)."""
+    receivers reject those spans, not the request). Each field of a span is read once:
+    every read of a protobuf field makes a new Python object."""
     records: list[SpanRecord] = []
     bad = 0
     for resource_spans in request.resource_spans:
@@ -249,30 +255,36 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]
         }
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                parent = span.parent_span_id
-                if len(span.trace_id) != 16 or len(span.span_id) != 8 or len(parent) not in (0, 8):
+                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+                if len(trace_id) != 16 or len(span_id) != 8 or len(parent) not in (0, 8):
                     bad += 1
                     continue
-                if span.trace_id == bytes(16) or span.span_id == bytes(8):
+                if trace_id == _NO_TRACE or span_id == _NO_SPAN:
                     bad += 1
                     continue
-                attributes = {**resource, **attributes_of(span.attributes)}
-                if "error.type" not in attributes and (kind := _exception_type(span)):
-                    attributes["error.type"] = kind
-                if genai := _genai_events(span):
-                    attributes[EVENTS_KEY] = genai
-                start = time_of(span.start_time_unix_nano)
-                end = time_of(span.end_time_unix_nano or span.start_time_unix_nano)
+                attributes = attributes_of(span.attributes, dict(resource))
+                events = span.events
+                if events:
+                    if "error.type" not in attributes and (kind := _exception_type(events)):
+                        attributes["error.type"] = kind
+                    if genai := _genai_events(events):
+                        attributes[EVENTS_KEY] = genai
+                started = span.start_time_unix_nano
+                start = time_of(started)
+                end = time_of(span.end_time_unix_nano or started)
                 records.append(
                     SpanRecord(
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        parent_span_id=parent.hex(),
-                        name=span.name[:255],
-                        start_at=start,
-                        end_at=max(end, start),
-                        status_code=int(span.status.code),
-                        attributes=attributes,
+                        trace_id.hex(),
+                        span_id.hex(),
+                        parent.hex(),
+                        span.name[:255],
+                        start,
+                        max(end, start),
+                        int(span.status.code),
+                        attributes,
                     )
                 )
     return records, bad
+
+
+_NO_TRACE, _NO_SPAN = bytes(16), bytes(8)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from typing import Any, Protocol
 
 from agentops.runtime.session import FailureStage, failure_code_of
@@ -24,6 +25,7 @@ from sessions_app.otlp.messages import (
     Message,
     arguments_object,
     has_content,
+    has_key_prefix,
     input_messages,
     output_messages,
     system_text,
@@ -108,6 +110,9 @@ def _ordered(spans: Sequence[SpanLike]) -> list[SpanLike]:
 
 
 def _first(spans: Sequence[SpanLike], keys: Sequence[str]) -> str:
+    # Only the spans holding one of the keys are read key by key (one set test each:
+    # most spans hold none of them).
+    spans = [span for span in spans if not span.attributes.keys().isdisjoint(keys)]
     for key in keys:
         for span in spans:
             value = span.attributes.get(key)
@@ -150,15 +155,20 @@ def operation(span: SpanLike) -> str:
     return span.name.split(" ", 1)[0].lower()
 
 
+#: Attributes (and prefixes) that make a span a model call whatever its operation.
+_MODEL_KEYS = frozenset({"gen_ai.input.messages", "gcp.vertex.agent.llm_request", EVENTS_KEY})
+_MODEL_PREFIXES = ("llm.input_messages.", "gen_ai.prompt.")
+
+
 def _is_model(span: SpanLike) -> bool:
     attrs = span.attributes
     return (
         operation(span) in MODEL_SPANS
-        or any(
-            key in attrs
-            for key in ("gen_ai.input.messages", "gcp.vertex.agent.llm_request", EVENTS_KEY)
+        or not attrs.keys().isdisjoint(_MODEL_KEYS)
+        or (
+            has_key_prefix(attrs, *_MODEL_PREFIXES)
+            and any(key.startswith(_MODEL_PREFIXES) for key in attrs)
         )
-        or any(key.startswith(("llm.input_messages.", "gen_ai.prompt.")) for key in attrs)
     )
 
 
@@ -261,7 +271,8 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
     if model is None:
         model = _is_model(span)
     drafts: list[Draft] = []
-    if operation(span) == "execute_tool":
+    kind = operation(span)
+    if kind == "execute_tool":
         call_id = str(attrs.get("gen_ai.tool.call.id") or f"span-{span.span_id}")
         name = str(attrs.get("gen_ai.tool.name") or span.name)
         call = {
@@ -289,20 +300,28 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
             Draft(f"{span.span_id}:result", span.end_at, "tool", author, tool_response=response)
         )
         return drafts
-    if not model and operation(span) != "invoke_agent":
+    if not model and kind != "invoke_agent":
         return drafts
     system = system_text(attrs)
+    inputs: list[Message] | None = None
     if first_model and not system:  # a system message among the inputs (openai-v2 does)
-        system = "\n".join(m.text for m in input_messages(attrs) if m.role == "system")
+        # All of them, read once: what follows the last assistant message is the same
+        # whether the history before it was read or not (`_after_last_assistant`).
+        inputs = input_messages(attrs)
+        system = "\n".join(m.text for m in inputs if m.role == "system")
     if system and first_model:
         drafts.append(Draft(f"{span.span_id}:system", span.start_at, "system", author, text=system))
-    inputs = input_messages(attrs, after_last_assistant=True)
+    if inputs is None:
+        inputs = input_messages(attrs, after_last_assistant=True)
     drafts += _message_drafts(span, _after_last_assistant(inputs), span.start_at, "in", author)
     outputs = _message_drafts(span, output_messages(attrs), span.end_at, "out", author)
     usage = _usage(span) if model else None
     if outputs and usage is not None:
         outputs[-1].usage = usage
     return drafts + outputs
+
+
+_BY_TIME = itemgetter(0, 1, 2)
 
 
 def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[Draft]:
@@ -318,7 +337,7 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
         if model:
             first_model = False
         candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]
-    candidates.sort(key=lambda item: (item[0], item[1], item[2]))
+    candidates.sort(key=_BY_TIME)  # then by number: equal times keep their order
     seen_calls: set[str] = set()
     seen_results: set[str] = set()
     seen_text: set[tuple[str, str]] = set()
@@ -333,8 +352,9 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
             continue
         # An event of usage alone (a model request whose text was not sent) is kept.
         usage_alone = not draft.text and not draft.tool_calls and draft.usage is not None
-        draft.tool_calls = [c for c in draft.tool_calls if c["id"] not in seen_calls]
-        seen_calls.update(c["id"] for c in draft.tool_calls)
+        if draft.tool_calls:  # most drafts have none
+            draft.tool_calls = [c for c in draft.tool_calls if c["id"] not in seen_calls]
+            seen_calls.update(c["id"] for c in draft.tool_calls)
         signature = (draft.role, draft.text)
         if draft.text and signature in seen_text and not draft.tool_calls:
             continue

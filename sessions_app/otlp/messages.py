@@ -36,6 +36,7 @@ __all__ = [
     "Call",
     "Message",
     "Result",
+    "has_key_prefix",
     "input_messages",
     "output_messages",
     "system_text",
@@ -97,7 +98,14 @@ def arguments_object(value: Any) -> dict[str, Any]:
     return {"value": decoded if decoded is not None else value}
 
 
+#: The role of each name as sent in lower case (what `_role` makes of it, looked up).
+_KNOWN_ROLES = {name: _ROLES.get(name, name) for name in ("system", "user", "assistant", "tool",
+                *_ROLES)}  # fmt: skip
+
+
 def _role(value: Any) -> str:
+    if isinstance(value, str) and (known := _KNOWN_ROLES.get(value)) is not None:
+        return known
     role = str(value or "user").lower()
     role = _ROLES.get(role, role)
     return role if role in ("system", "user", "assistant", "tool") else "user"
@@ -106,16 +114,15 @@ def _role(value: Any) -> str:
 def _genai_message(item: Any) -> Message | None:
     if not isinstance(item, dict):
         return None
-    message = Message(
-        role=_role(item.get("role")), finish_reason=str(item.get("finish_reason", ""))
-    )
+    message = Message(_role(item.get("role")), finish_reason=str(item.get("finish_reason", "")))
     texts: list[str] = []
-    for part in item.get("parts") or []:
+    for part in item.get("parts") or ():
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
-        if kind in ("text", "reasoning") and isinstance(part.get("content"), str):
-            texts.append(part["content"])
+        if kind == "text" or kind == "reasoning":
+            if isinstance(content := part.get("content"), str):
+                texts.append(content)
         elif kind == "tool_call":
             message.calls.append(
                 Call(
@@ -129,9 +136,9 @@ def _genai_message(item: Any) -> Message | None:
             message.results.append(
                 Result(str(part.get("id") or ""), str(part.get("name") or ""), result)
             )
-    if isinstance(item.get("content"), str):  # older shape: {"role", "content"}
-        texts.append(item["content"])
-    message.text = "\n".join(texts)
+    if isinstance(content := item.get("content"), str):  # older shape: {"role", "content"}
+        texts.append(content)
+    message.text = texts[0] if len(texts) == 1 else "\n".join(texts)
     return message
 
 
@@ -139,16 +146,12 @@ def _genai(value: Any, after_last_assistant: bool = False) -> list[Message]:
     decoded = json_or_none(value)
     if not isinstance(decoded, list):
         return []
-    if after_last_assistant:  # the history before it is not read
-        last = max(
-            (
-                index
-                for index, item in enumerate(decoded)
-                if isinstance(item, dict) and _role(item.get("role")) == "assistant"
-            ),
-            default=-1,
-        )
-        decoded = decoded[last + 1 :]
+    if after_last_assistant:  # the history before it is not read: found from the end
+        for index in range(len(decoded) - 1, -1, -1):
+            item = decoded[index]
+            if isinstance(item, dict) and _role(item.get("role")) == "assistant":
+                decoded = decoded[index + 1 :]
+                break
     return [message for item in decoded if (message := _genai_message(item)) is not None]
 
 
@@ -186,12 +189,25 @@ def _adk_content(content: Any) -> Message | None:
     return message
 
 
+def has_key_prefix(attributes: dict[str, Any], *prefixes: str) -> bool:
+    """True when a key of `attributes` may start with one of `prefixes` (never False
+    when one does): the keys joined after NULs, searched for NUL + prefix at C speed,
+    instead of a test per key in Python (most spans carry no flattened attributes)."""
+    keys = "\0" + "\0".join(attributes)
+    for prefix in prefixes:
+        if "\0" + prefix in keys:
+            return True
+    return False
+
+
 _OI = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _OI_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)$")
 _OI_TEXT = re.compile(r"^contents\.(\d+)\.message_content\.text$")
 
 
 def _openinference(attributes: dict[str, Any], direction: str) -> list[Message]:
+    if not has_key_prefix(attributes, f"llm.{direction}_messages."):
+        return []
     found: dict[int, dict[str, Any]] = {}
     for key, value in attributes.items():
         match = _OI.match(key)
@@ -236,6 +252,8 @@ _LLMETRY_CALL = re.compile(r"^tool_calls\.(\d+)\.(id|name|arguments)$")
 
 
 def _openllmetry(attributes: dict[str, Any], direction: str) -> list[Message]:
+    if not has_key_prefix(attributes, f"gen_ai.{direction}."):
+        return []
     found: dict[int, dict[str, Any]] = {}
     for key, value in attributes.items():
         match = _LLMETRY.match(key)
@@ -381,20 +399,22 @@ def system_text(attributes: dict[str, Any]) -> str:
 
 #: Attribute names (and prefixes) that carry message content: their presence on any
 #: span of a trace means its framework captured content.
-CONTENT_KEYS = (
+CONTENT_KEYS = frozenset({
     "gen_ai.input.messages",
     "gen_ai.output.messages",
     "gcp.vertex.agent.llm_request",
     "gcp.vertex.agent.llm_response",
     "gen_ai.tool.call.arguments",
     "gen_ai.tool.call.result",
-)
+})  # fmt: skip
 CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.",
                     "gen_ai.completion.", EVENTS_KEY)  # fmt: skip
 
 
 def has_content(attributes: dict[str, Any]) -> bool:
     """True when `attributes` carry message content (see CONTENT_KEYS)."""
-    if any(key in attributes for key in CONTENT_KEYS):
+    if not attributes.keys().isdisjoint(CONTENT_KEYS):
         return True
-    return any(key.startswith(CONTENT_PREFIXES) for key in attributes)
+    return has_key_prefix(attributes, *CONTENT_PREFIXES) and any(
+        key.startswith(CONTENT_PREFIXES) for key in attributes
+    )

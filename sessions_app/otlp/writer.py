@@ -87,7 +87,8 @@ def keep_attributes(many: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     input without the earlier history the mapping never reads (`history.kept_inputs`)."""
     kept = [kept_inputs({k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)})
             for attributes in many]  # fmt: skip
-    return [dict(redacted) for redacted in redact_values(kept)]
+    # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
+    return redact_values(kept)
 
 
 def _short(value: str, limit: int) -> str:

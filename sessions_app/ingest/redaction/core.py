@@ -233,7 +233,10 @@ def redact_value(value: Any, key: str | None = None) -> Any:
 
 def _texts(value: Any, out: list[str]) -> bool:
     """Append the strings and dict keys of `value` to `out`; False as soon as a key names
-    a credential (`rules.key_kind`: its value is replaced whatever it holds)."""
+    a credential (`rules.key_kind`: its value is replaced whatever it holds). Strings
+    inside a container are appended in its own loop, not by a call each: a span's
+    attributes are a flat dict of mostly strings, and a call per value was most of the
+    walk's cost."""
     if isinstance(value, str):
         out.append(value)
     elif isinstance(value, dict):
@@ -242,10 +245,16 @@ def _texts(value: Any, out: list[str]) -> bool:
                 if key_kind(key) is not None:
                     return False
                 out.append(key)
-            if not _texts(item, out):
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict | list | tuple) and not _texts(item, out):
                 return False
     elif isinstance(value, list | tuple):
-        return all(_texts(item, out) for item in value)
+        for item in value:
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict | list | tuple) and not _texts(item, out):
+                return False
     return True
 
 
@@ -254,16 +263,20 @@ def redact_values(values: Sequence[Any]) -> list[Any]:
     when none of their strings and keys (joined by newlines: no trigger spans one, and
     one found in any string is found in the whole) might hold a secret and no key names
     a credential, they come back as they are without being walked again; otherwise only
-    the values whose own texts might are redacted. For many small values at a time (the
-    spans of an OTLP batch)."""
-    texts: list[list[str] | None] = []
-    for value in values:
-        found: list[str] = []
-        texts.append(found if _texts(value, found) else None)
-    everything = "\n".join(text for found in texts if found is not None for text in found)
-    if all(found is not None for found in texts) and not might_hold_secret(everything):
+    the values whose own texts might are redacted (their texts gathered again: the
+    common case, nothing found, keeps one list of all texts). For many small values at
+    a time (the spans of an OTLP batch)."""
+    everything: list[str] = []
+    # Each distinct text once (keys repeat in every span): the same set of texts.
+    if all(_texts(value, everything) for value in values) and not might_hold_secret(
+        "\n".join(dict.fromkeys(everything))
+    ):
         return list(values)
-    return [
-        redact_value(value) if found is None or might_hold_secret("\n".join(found)) else value
-        for value, found in zip(values, texts, strict=True)
-    ]
+    return [value if _plain(value) else redact_value(value) for value in values]
+
+
+def _plain(value: Any) -> bool:
+    """True when no key of `value` names a credential and none of its texts might hold a
+    secret: `redact_value` would return it as it is."""
+    found: list[str] = []
+    return _texts(value, found) and not might_hold_secret("\n".join(found))
