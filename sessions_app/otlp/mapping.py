@@ -30,6 +30,7 @@ from sessions_app.otlp.messages import (
     output_messages,
     system_text,
 )
+from sessions_app.otlp.tool_pairs import pair_tool_spans
 
 __all__ = ["Draft", "Outcome", "Place", "place", "turn_drafts", "turn_outcome"]
 
@@ -162,6 +163,8 @@ _MODEL_PREFIXES = ("llm.input_messages.", "gen_ai.prompt.")
 
 def _is_model(span: SpanLike) -> bool:
     attrs = span.attributes
+    if operation(span) == "execute_tool":
+        return False
     return (
         operation(span) in MODEL_SPANS
         or not attrs.keys().isdisjoint(_MODEL_KEYS)
@@ -259,12 +262,25 @@ def _message_drafts(
     return drafts
 
 
+ADK_NO_ID = "<not specified>"  # ADK's gen_ai.tool.call.id of a tool that raised
+
+
+def _legacy_adk(attrs: dict[str, Any], key: str, legacy: str) -> Any:
+    """`key`, else ADK's legacy attribute (its "{}" placeholder: not captured)."""
+    value = attrs.get(key)
+    if value is None and attrs.get(legacy) not in (None, "{}", "N/A"):
+        value = attrs.get(legacy)
+    return value
+
+
 def _author(span: SpanLike) -> str:
     name = span.attributes.get("gen_ai.agent.name") or span.attributes.get("resource.service.name")
     return str(name)[:255] if name else "agent"
 
 
-def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) -> list[Draft]:
+def span_drafts(
+    span: SpanLike, first_model: bool, model: bool | None = None, nested_model: bool = False
+) -> list[Draft]:
     """The candidate events of one span (before the turn drops repeats); `model`:
     `_is_model(span)` when the caller knows it."""
     attrs, author = span.attributes, _author(span)
@@ -273,12 +289,15 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
     drafts: list[Draft] = []
     kind = operation(span)
     if kind == "execute_tool":
-        call_id = str(attrs.get("gen_ai.tool.call.id") or f"span-{span.span_id}")
+        raw_id = attrs.get("gen_ai.tool.call.id")
+        call_id = str(raw_id) if raw_id not in (None, "", ADK_NO_ID) else f"span-{span.span_id}"
         name = str(attrs.get("gen_ai.tool.name") or span.name)
         call = {
             "id": call_id,
             "name": name,
-            "arguments": arguments_object(attrs.get("gen_ai.tool.call.arguments")),
+            "arguments": arguments_object(
+                _legacy_adk(attrs, "gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args")
+            ),
         }
         drafts.append(
             Draft(
@@ -294,7 +313,7 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
         if span.status_code == ERROR_STATUS:
             response["error"] = str(attrs.get("error.type") or "error")
         else:
-            result = attrs.get("gen_ai.tool.call.result")
+            result = _legacy_adk(attrs, "gen_ai.tool.call.result", "gcp.vertex.agent.tool_response")
             response["result"] = result if result is not None else {"content_captured": False}
         drafts.append(
             Draft(f"{span.span_id}:result", span.end_at, "tool", author, tool_response=response)
@@ -315,9 +334,11 @@ def span_drafts(span: SpanLike, first_model: bool, model: bool | None = None) ->
         inputs = input_messages(attrs, after_last_assistant=True)
     drafts += _message_drafts(span, _after_last_assistant(inputs), span.start_at, "in", author)
     outputs = _message_drafts(span, output_messages(attrs), span.end_at, "out", author)
-    usage = _usage(span) if model else None
+    usage = _usage(span) if model and not nested_model else None
     if outputs and usage is not None:
         outputs[-1].usage = usage
+    elif usage is not None:  # no content (or none kept): an event of usage alone
+        outputs = [Draft(f"{span.span_id}:usage", span.end_at, "assistant", author, usage=usage)]
     return drafts + outputs
 
 
@@ -331,13 +352,18 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
         (d.at, d.at, n, d) for n, d in enumerate(extra)
     ]
     first_model = True
+    by_id = {span.span_id: span for span in spans}
     for span in sorted(spans, key=lambda s: (s.start_at, s.span_id)):
         model = _is_model(span)
-        found = span_drafts(span, first_model, model)
+        parent = by_id.get(span.parent_span_id)
+        # ADK's legacy generate_content span repeats its call_llm parent's usage.
+        nested = parent is not None and _is_model(parent)
+        found = span_drafts(span, first_model, model, nested)
         if model:
             first_model = False
         candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]
     candidates.sort(key=_BY_TIME)  # then by number: equal times keep their order
+    pair_tool_spans([d for *_, d in candidates])
     seen_calls: set[str] = set()
     seen_results: set[str] = set()
     seen_text: set[tuple[str, str]] = set()

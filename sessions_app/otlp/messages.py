@@ -385,6 +385,14 @@ def system_text(attributes: dict[str, Any]) -> str:
         elif event.get("name") == "gen_ai.system.message" and value is None:
             found = _legacy_message(details, "system")
             return found.text if found is not None else ""
+    if value is None and isinstance(
+        request := json_or_none(attributes.get("gcp.vertex.agent.llm_request")), dict
+    ):
+        instruction = (request.get("config") or {}).get("system_instruction")
+        if isinstance(instruction, str):
+            return instruction
+        if (message := _adk_content(instruction)) is not None:
+            return message.text
     if value is None:
         prompts = _openllmetry(attributes, "prompt")
         return "\n".join(m.text for m in prompts if m.role == "system")

@@ -20,8 +20,10 @@ turn of session ``<p>-fail`` whose tool raises ``ConnectionError(SECRET)``:
 - ``adk_2.13.0_nocontent_spans.json`` (``adknc-``): the default schema with no content
   variable set (ADK 2.x's default: no message content on spans).
 
-The ``test_*`` functions assert what lands right; the ``xfail(strict=True)`` ones what an
-expert expects and does not land yet (each names the attribute and the function to fix).
+Each test asserts what an expert expects of the run: each call once under ADK's own id
+and answered by its result (or its error), the system prompt, the tool's arguments and
+result in the legacy schema, every model call's usage (with content off too), and the
+failing tool's stage.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from sessions_app import models
 from tests.otlp.conftest import OtlpPoster
@@ -192,13 +192,6 @@ def test_adk_default_schema_lands_sessions_turns_messages_and_failure(
     assert SECRET not in database_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ADK 2.x's gen_ai.output.messages / gen_ai.input.messages name a call "
-    "get_weather_0 (its telemetry's fallback id: the model's call has no id yet), its "
-    "execute_tool span adk-<uuid>: each call and each result lands twice, the message "
-    "copies unpaired (mapping.turn_drafts)",
-)
 def test_adk_default_schema_each_call_lands_once_under_adks_id(poster: OtlpPoster) -> None:
     _land(poster, SCHEMA2)
     paris, rome = _adk_call_ids(SCHEMA2)
@@ -222,12 +215,6 @@ def test_adk_default_schema_each_call_lands_once_under_adks_id(poster: OtlpPoste
     assert not session.cannot_resume
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a failing ADK tool's execute_tool span has gen_ai.tool.call.id '<not specified>' "
-    "(ADK's placeholder): its error answers a call of that id, and the model's call "
-    "(get_weather_0) stays dangling (mapping.span_drafts / turn_drafts)",
-)
 def test_adk_failed_tool_call_is_answered_by_its_error(poster: OtlpPoster) -> None:
     _land(poster, SCHEMA2)
     (failed,) = _turns("adk-fail")
@@ -275,23 +262,12 @@ def test_adk_legacy_schema_lands_sessions_turns_messages_and_failure(
     assert SECRET not in database_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the legacy call_llm span's system prompt is in gcp.vertex.agent.llm_request "
-    "config.system_instruction, which messages.system_text does not read",
-)
 def test_adk_legacy_schema_system_prompt(poster: OtlpPoster) -> None:
     _land(poster, SCHEMA1)
     for turn in _turns("adk1-s1"):
         assert _rows(turn)[0] == ("system", SYSTEM, [], "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the legacy execute_tool span carries the call's arguments and result in "
-    "gcp.vertex.agent.tool_call_args / tool_response, not gen_ai.tool.call.*: the call "
-    "lands with {} and its result as content_captured false (mapping.span_drafts)",
-)
 def test_adk_legacy_schema_tool_arguments_and_result(poster: OtlpPoster) -> None:
     _land(poster, SCHEMA1)
     paris, _ = _adk_call_ids(SCHEMA1)
@@ -302,13 +278,6 @@ def test_adk_legacy_schema_tool_arguments_and_result(poster: OtlpPoster) -> None
     assert (result.tool_response or {})["result"] == '{"city": "Paris", "sky": "sunny"}'
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the legacy llm_request's function_response has no id (ADK strips its ids "
-    "before calling the model): it lands as a second result answering call '' (an "
-    "orphan result) beside the execute_tool span's (messages._adk_content / "
-    "mapping.turn_drafts)",
-)
 def test_adk_legacy_schema_no_orphan_results(poster: OtlpPoster) -> None:
     _land(poster, SCHEMA1)
     paris, rome = _adk_call_ids(SCHEMA1)
@@ -317,25 +286,12 @@ def test_adk_legacy_schema_no_orphan_results(poster: OtlpPoster) -> None:
     assert models.Session.objects.get(pk="adk1-s1").orphan_result_count == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the legacy call_llm span whose llm_response is a function call without id "
-    "has no output message the mapping keeps, so its usage (10/7, 50/7) is dropped "
-    "(mapping.span_drafts); its generate_content child repeats the same usage and must "
-    "not count twice",
-)
 def test_adk_legacy_schema_counts_every_model_calls_usage(poster: OtlpPoster) -> None:
     _land(poster, SCHEMA1)
     session = models.Session.objects.get(pk="adk1-s1")
     assert (session.tokens_input, session.tokens_output) == (10 + 30 + 50 + 70, 4 * 7)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the legacy execute_tool span carries gcp.vertex.agent.llm_request '{}' (ADK's "
-    "placeholder), so mapping._is_model takes it for a model span and _stage says "
-    "provider",
-)
 def test_adk_legacy_schema_tool_failure_stage(poster: OtlpPoster) -> None:
     _land(poster, SCHEMA1)
     (failed,) = _turns("adk1-fail")
@@ -369,11 +325,6 @@ def test_adk_without_content_lands_calls_results_and_failure(poster: OtlpPoster)
     assert SECRET not in database_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a model span's gen_ai.usage.* is kept only on its last output message: without "
-    "content no event carries it and the session counts 0 tokens (mapping.span_drafts)",
-)
 def test_adk_without_content_keeps_usage(poster: OtlpPoster) -> None:
     _land(poster, NO_CONTENT)
     session = models.Session.objects.get(pk="adknc-s1")

@@ -70,7 +70,10 @@ def _logs(poster: OtlpPoster, body: bytes, **kwargs: Any) -> ExportLogsServiceRe
 def test_genai_log_events_fill_their_spans_turn_logs_first_or_after(poster: OtlpPoster) -> None:
     spans, logs = _genai("conv-logs-after")
     assert poster.post(spans).status_code == 200
-    assert models.Event.objects.filter(session_id="conv-logs-after").count() == 0
+    # Before its content arrives, the model call is an event of its usage alone.
+    (usage_alone,) = models.Event.objects.filter(session_id="conv-logs-after")
+    assert (usage_alone.role, usage_alone.text, usage_alone.tool_calls) == ("assistant", "", [])
+    assert (usage_alone.usage or {})["prompt_tokens"] == 30
     assert _logs(poster, logs).partial_success.rejected_log_records == 0
     assert _events("conv-logs-after") == GENAI_EVENTS
 

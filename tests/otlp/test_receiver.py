@@ -79,7 +79,11 @@ def test_protobuf_conversation_lands_as_sessions_turns_and_events(poster: OtlpPo
         "openai.rate_limit_error",
         "provider",
     )
-    assert events == [("user", "Look up order 42", [], ""), ("assistant", "", ["call_d"], "")]
+    assert events == [
+        ("user", "Look up order 42", [], ""),
+        ("assistant", "", ["call_d"], ""),
+        ("assistant", "", [], ""),  # the failing model call: its usage alone
+    ]
     assert running[0][0] == "running"
     assert [e[0] for e in running[0][4]] == ["user", "assistant", "tool"]
 
@@ -138,13 +142,17 @@ def test_without_content_calls_and_results_come_from_tool_spans(poster: OtlpPost
     ok = models.Turn.objects.filter(session_id="conv-1").order_by("started_at").first()
     assert ok is not None and "message content was not captured" in ok.status_note
     events = list(models.Event.objects.filter(turn_id=ok.id).order_by("id"))
-    assert [(e.role, [c["id"] for c in e.tool_calls]) for e in events] == [
-        ("assistant", ["call_1"]),
-        ("tool", []),
+    # Each model call is an event of its usage alone (the tokens are counted all the same).
+    assert [(e.role, [c["id"] for c in e.tool_calls], e.usage is not None) for e in events] == [
+        ("assistant", [], True),
+        ("assistant", ["call_1"], False),
+        ("tool", [], False),
+        ("assistant", [], True),
     ]
-    assert (events[1].tool_response or {})["tool_call_id"] == "call_1"
+    assert (events[2].tool_response or {})["tool_call_id"] == "call_1"
     session = models.Session.objects.get(pk="conv-1")
     assert session.state["otlp"] == {"content_captured": False}
+    assert session.tokens_input > 0  # counted from the model spans without content
     assert session.title == ""  # no prompt to name it: the list shows its id
 
 
