@@ -46,12 +46,10 @@ class OtlpSpan(models.Model):
             # A batch re-sent by an exporter's retry: each span is stored once.
             models.UniqueConstraint(fields=["trace_id", "span_id"], name="otlp_span_unique"),
         ]
-        indexes = [
-            # Rebuilding a turn: the spans of one trace in start order.
-            models.Index(fields=["trace_id", "start_at"], name="otlp_span_trace_idx"),
-            # The silent-turn sweep: the newest span of a turn.
-            models.Index(fields=["turn_id", "received_at"], name="otlp_span_turn_idx"),
-        ]
+        # No other index: a batch reads its traces' spans by trace id (the unique
+        # constraint's prefix; rebuilding a turn sorts them in Python), and every index
+        # costs each of the many inserts (migration 0020 dropped (trace_id, start_at) and
+        # (turn_id, received_at), which no query used).
 
     def __str__(self) -> str:
         return f"span {self.span_id} of trace {self.trace_id}"

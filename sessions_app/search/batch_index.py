@@ -6,7 +6,10 @@ rows is inserted (an import, an API batch, an OTLP batch). Since migration
 ``0017_search_batch_index`` that trigger does nothing while the table `DEFERRED_TABLE`
 holds a row, and taking that row away indexes, with one INSERT ... SELECT, every event
 above the id it holds (a trigger of that table: the document is the same one the
-per-row trigger indexes, defined in the migrations only). `indexed_in_one_statement`
+per-row trigger indexes, defined in the migrations only). Since migration
+``0019_triage_batch`` the triage tally's insert trigger (`sessions_app.triage`) waits for
+the same row, and its removal counts the batch's tool uses too (two more statements).
+`indexed_in_one_statement`
 puts the row there (the highest event id so far) for the duration of a bulk INSERT, in
 the caller's transaction and under SQLite's one write lock, so no other writer ever sees
 it, and takes it away at the end: two statements per batch, no savepoint. Either everything commits
@@ -27,8 +30,8 @@ from sessions_app.models import Event
 __all__ = ["DEFERRED_TABLE", "indexed_in_one_statement"]
 
 DEFERRED_TABLE = "sessions_app_event_fts_deferred"
-"""SQLite: while it holds a row (the highest event id before a batch), the FTS insert
-trigger does nothing; deleting the row indexes the events above that id."""
+"""SQLite: while it holds a row (the highest event id before a batch), the FTS and triage
+insert triggers do nothing; deleting the row indexes and tallies the events above that id."""
 
 
 @contextmanager

@@ -3,7 +3,8 @@
 Imported by `sessions_app.models` so Django registers them with the app (migration
 `0013_triage_tally`). Triggers on the turn, event and session tables keep both current on
 every write, whatever path makes it (the ORM, the store's SQL appends, the importer's bulk
-INSERTs, cascading deletes), so the `/turns/` page reads counts that do not grow with the
+INSERTs, cascading deletes; on SQLite a bulk INSERT of events is counted by one pass at its
+end, migration `0019_triage_batch`), so the `/turns/` page reads counts that do not grow with the
 number of turns:
 
 - `TurnToolUse`: for each turn (`session_id`, `turn_id`), each tool name its active events
