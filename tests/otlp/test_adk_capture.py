@@ -34,6 +34,7 @@ from typing import Any
 
 from sessions_app import models
 from tests.otlp.conftest import OtlpPoster
+from tests.otlp.rows import EventRow, event_rows
 from tests.test_redaction_shapes import database_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -47,8 +48,6 @@ SYSTEM = (
 )
 PARIS = 'The weather: {"city": "Paris", "sky": "sunny"}'
 ROME = 'The weather: {"city": "Rome", "sky": "sunny"}'
-
-Row = tuple[str, str, list[str], str]
 
 
 def _spans(fixture: str) -> list[dict[str, Any]]:
@@ -92,17 +91,8 @@ def _turns(session_id: str) -> list[models.Turn]:
     return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))
 
 
-def _rows(turn: models.Turn) -> list[Row]:
-    """(role, text, call ids, the call id a tool result answers) of a turn's events."""
-    return [
-        (
-            e.role,
-            e.text,
-            [c["id"] for c in e.tool_calls],
-            (e.tool_response or {}).get("tool_call_id", ""),
-        )
-        for e in models.Event.objects.filter(turn_id=turn.id).order_by("id")
-    ]
+def _rows(turn: models.Turn) -> list[EventRow]:
+    return event_rows(turn_id=turn.id)
 
 
 def _event(turn: models.Turn, **lookup: Any) -> models.Event:

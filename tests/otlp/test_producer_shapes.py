@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -17,6 +16,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from sessions_app import models
 from tests.otlp.agent_spans import protobuf_body, provider
 from tests.otlp.conftest import OtlpPoster
+from tests.otlp.rows import EventRow, event_rows
 
 CALL = {"id": "c1", "type": "function",
         "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}  # fmt: skip
@@ -109,12 +109,8 @@ def _turn(shape: str, *, failing: bool = False) -> bytes:
     return protobuf_body(exporter.get_finished_spans())
 
 
-def _events(session_id: str) -> list[Any]:
-    return [
-        (e.role, e.text, [c["id"] for c in e.tool_calls],
-         (e.tool_response or {}).get("tool_call_id", ""))
-        for e in models.Event.objects.filter(session_id=session_id).order_by("id")
-    ]  # fmt: skip
+def _events(session_id: str) -> list[EventRow]:
+    return event_rows(session_id=session_id)
 
 
 @pytest.mark.parametrize("shape", SHAPES)

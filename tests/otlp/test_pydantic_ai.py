@@ -25,6 +25,7 @@ from pydantic_ai.models.test import TestModel
 from sessions_app import models
 from sessions_app.api.keys import create_key
 from tests.live.helpers import DaphneServer
+from tests.otlp.rows import EventRow, event_rows
 from tests.test_redaction_shapes import database_text
 
 SECRET = "the-tool-exception-text-pq73"
@@ -43,16 +44,8 @@ def _agent(settings: InstrumentationSettings, *, failing: bool = False) -> Agent
     return agent
 
 
-def _events(turn: models.Turn) -> list[tuple[str, str, list[str], str]]:
-    return [
-        (
-            e.role,
-            e.text,
-            [c["id"] for c in e.tool_calls],
-            (e.tool_response or {}).get("tool_call_id", ""),
-        )
-        for e in models.Event.objects.filter(turn_id=turn.id).order_by("id")
-    ]
+def _events(turn: models.Turn) -> list[EventRow]:
+    return event_rows(turn_id=turn.id)
 
 
 @pytest.mark.django_db(transaction=True)
