@@ -455,3 +455,15 @@ def test_numbers_under_password_names_go_counts_stay() -> None:
         "max_token": 4096,
         "n": 3,
     }
+
+
+def test_the_key_name_cache_stays_bounded_whatever_names_arrive() -> None:
+    """Attribute and field names come from what exporters and files send: any number of
+    distinct names must not grow the process's memory without bound."""
+    from sessions_app.ingest.redaction.rules import key_kind
+
+    for number in range(20_000):
+        key_kind(f"exporter_field_{number}")
+    info = key_kind.cache_info()
+    assert info.maxsize is not None and info.currsize <= info.maxsize
+    assert key_kind("secretAccessKey") == "aws_secret_access_key"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, cast
 
 from sessions_app.ingest.redaction.prefilter import QUERY_KEYS
@@ -69,7 +69,8 @@ _KEY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-@cache
+# Bounded: the names come from what exporters and files send, so their number is not.
+@lru_cache(maxsize=8192)
 def key_kind(key: str) -> str | None:
     """The credential kind for a key name (e.g. "secretAccessKey" -> "aws_secret_access_key").
 
