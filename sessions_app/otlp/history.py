@@ -21,18 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 from sessions_app.ingest.normalise import json_or_none
-from sessions_app.otlp.messages import _adk_content as adk_content
-from sessions_app.otlp.messages import _role as role_of
+from sessions_app.otlp.messages import adk_content, genai_role
 
 __all__ = ["kept_inputs"]
 
 GENAI_INPUT = "gen_ai.input.messages"
 ADK_REQUEST = "gcp.vertex.agent.llm_request"
-
-
-def _genai_role(item: Any) -> str | None:
-    # As `messages._genai` reads an item's role (a non-object item is no message).
-    return role_of(item.get("role")) if isinstance(item, dict) else None
 
 
 def _adk_role(content: Any) -> str | None:
@@ -64,7 +58,7 @@ def kept_inputs(attributes: dict[str, Any]) -> dict[str, Any]:
     if GENAI_INPUT in attributes:
         value = attributes[GENAI_INPUT]
         items = json_or_none(value)
-        if isinstance(items, list) and (kept := _read_part(items, _genai_role)) is not None:
+        if isinstance(items, list) and (kept := _read_part(items, genai_role)) is not None:
             changed[GENAI_INPUT] = _text(kept) if isinstance(value, str) else kept
     elif ADK_REQUEST in attributes:  # read only when the GenAI attribute is absent
         value = attributes[ADK_REQUEST]

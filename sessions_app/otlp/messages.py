@@ -36,6 +36,8 @@ __all__ = [
     "Call",
     "Message",
     "Result",
+    "adk_content",
+    "genai_role",
     "has_key_prefix",
     "input_messages",
     "output_messages",
@@ -111,6 +113,12 @@ def _role(value: Any) -> str:
     return role if role in ("system", "user", "assistant", "tool") else "user"
 
 
+def genai_role(item: Any) -> str | None:
+    """The role of one item of a GenAI messages attribute (None: not an object, so no
+    message)."""
+    return _role(item.get("role")) if isinstance(item, dict) else None
+
+
 def _genai_message(item: Any) -> Message | None:
     if not isinstance(item, dict):
         return None
@@ -148,14 +156,13 @@ def _genai(value: Any, after_last_assistant: bool = False) -> list[Message]:
         return []
     if after_last_assistant:  # the history before it is not read: found from the end
         for index in range(len(decoded) - 1, -1, -1):
-            item = decoded[index]
-            if isinstance(item, dict) and _role(item.get("role")) == "assistant":
+            if genai_role(decoded[index]) == "assistant":
                 decoded = decoded[index + 1 :]
                 break
     return [message for item in decoded if (message := _genai_message(item)) is not None]
 
 
-def _adk_content(content: Any) -> Message | None:
+def adk_content(content: Any) -> Message | None:
     if not isinstance(content, dict):
         return None
     message = Message(role=_role(content.get("role")))
@@ -348,7 +355,7 @@ def input_messages(
     request = json_or_none(attributes.get("gcp.vertex.agent.llm_request"))
     if isinstance(request, dict):
         contents = request.get("contents") or []
-        return [m for c in contents if (m := _adk_content(c)) is not None]
+        return [m for c in contents if (m := adk_content(c)) is not None]
     return (
         _openinference(attributes, "input")
         or _openllmetry(attributes, "prompt")
@@ -362,7 +369,7 @@ def output_messages(attributes: dict[str, Any]) -> list[Message]:
         return _genai(attributes["gen_ai.output.messages"])
     response = json_or_none(attributes.get("gcp.vertex.agent.llm_response"))
     if isinstance(response, dict):
-        message = _adk_content(response.get("content"))
+        message = adk_content(response.get("content"))
         return [message] if message is not None else []
     return (
         _openinference(attributes, "output")
@@ -391,7 +398,7 @@ def system_text(attributes: dict[str, Any]) -> str:
         instruction = (request.get("config") or {}).get("system_instruction")
         if isinstance(instruction, str):
             return instruction
-        if (message := _adk_content(instruction)) is not None:
+        if (message := adk_content(instruction)) is not None:
             return message.text
     if value is None:
         prompts = _openllmetry(attributes, "prompt")
