@@ -162,11 +162,11 @@ _MODEL_PREFIXES = ("llm.input_messages.", "gen_ai.prompt.")
 
 
 def _is_model(span: SpanLike) -> bool:
-    attrs = span.attributes
-    if operation(span) == "execute_tool":
+    attrs, kind = span.attributes, operation(span)
+    if kind == "execute_tool":
         return False
     return (
-        operation(span) in MODEL_SPANS
+        kind in MODEL_SPANS
         or not attrs.keys().isdisjoint(_MODEL_KEYS)
         or (
             has_key_prefix(attrs, *_MODEL_PREFIXES)
@@ -352,13 +352,13 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
         (d.at, d.at, n, d) for n, d in enumerate(extra)
     ]
     first_model = True
-    by_id = {span.span_id: span for span in spans}
-    for span in sorted(spans, key=lambda s: (s.start_at, s.span_id)):
-        model = _is_model(span)
-        parent = by_id.get(span.parent_span_id)
+    ordered = [
+        (span, _is_model(span)) for span in sorted(spans, key=lambda s: (s.start_at, s.span_id))
+    ]
+    model_ids = {span.span_id for span, model in ordered if model}
+    for span, model in ordered:
         # ADK's legacy generate_content span repeats its call_llm parent's usage.
-        nested = parent is not None and _is_model(parent)
-        found = span_drafts(span, first_model, model, nested)
+        found = span_drafts(span, first_model, model, span.parent_span_id in model_ids)
         if model:
             first_model = False
         candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]

@@ -28,9 +28,13 @@ def pair_tool_spans(drafts: list[Draft]) -> None:
     none), and the message results answering the message's id, or answering no id for
     that tool, are renamed with it."""
     tool_ids = {c["id"] for d in drafts if d.key.endswith(":call") for c in d.tool_calls}
-    message_calls = [(d, c) for d in drafts if not d.key.endswith(":call") for c in d.tool_calls]
-    message_ids = {c["id"] for _, c in message_calls}
-    unpaired = [(d, c) for d, c in message_calls if c["id"] not in tool_ids]
+    message_calls = [c for d in drafts if not d.key.endswith(":call") for c in d.tool_calls]
+    message_ids = {c["id"] for c in message_calls}
+    # The unpaired message calls by signature, in turn order (each signature made once).
+    unpaired: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for message_call in message_calls:
+        if message_call["id"] not in tool_ids:
+            unpaired.setdefault(_signature(message_call), []).append(message_call)
     renamed: dict[str, str] = {}  # a message id -> the pair's id (the latest pairing)
     by_name: dict[str, list[str]] = {}  # a tool -> the pairs' ids not yet answered
     span_pairs: dict[str, str] = {}  # a tool span's id -> its call's id
@@ -39,13 +43,13 @@ def pair_tool_spans(drafts: list[Draft]) -> None:
             call = draft.tool_calls[0]
             if call["id"] in message_ids:
                 continue
-            match = next((m for m in unpaired if _signature(m[1]) == _signature(call)), None)
-            if match is not None:
-                unpaired.remove(match)
-                message_id = match[1]["id"]
+            same = unpaired.get(_signature(call))
+            if same:
+                match = same.pop(0)
+                message_id = match["id"]
                 pair = message_id if call["id"].startswith("span-") else call["id"]
                 renamed[message_id] = pair
-                match[1]["id"] = call["id"] = pair
+                match["id"] = call["id"] = pair
             by_name.setdefault(call["name"], []).append(call["id"])
             span_pairs[draft.key.rsplit(":", 1)[0]] = call["id"]
         elif draft.key.endswith(":result") and draft.tool_response is not None:
