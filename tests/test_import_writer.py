@@ -4,7 +4,8 @@
   the one `refresh_resume_status` recomputes from the stored rows, for every corpus file
   and every demo session.
 - `insert_rows` stores the same column values as the ORM (`Model.objects.create`) for
-  datetimes (UTC and other zones) and JSON (including values orjson refuses).
+  datetimes (UTC and other zones) and JSON (including values orjson refuses), and, for
+  many rows at once, whatever instants repeat within a column and across columns.
 """
 
 from __future__ import annotations
@@ -118,6 +119,32 @@ def test_insert_rows_stores_what_the_orm_stores(zone: timezone) -> None:
     for field in ("tool_calls", "usage", "raw", "created_at", "updated_at", "archived_at"):
         assert getattr(by_writer, field) == getattr(by_orm, field), field
     assert by_writer.raw is not None and by_writer.raw["big"] == 2**70
+
+
+def test_insert_rows_converts_each_rows_own_instants() -> None:
+    # A converted instant is reused only for that same instant: a write time shared by a
+    # column's rows, or a row's created_at repeated in its updated_at; never another's.
+    make_session("writer-s", turns=0)
+    base = datetime(2025, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
+    now, a, b, c = (base + timedelta(seconds=n) for n in range(4))
+    pattern = [(a, now, None), (b, now, now), (now, a, None), (c, c, b), (a, now, a), (b, b, None)]
+    rows = [
+        _event_values(source_id=str(n), created_at=created, updated_at=updated, archived_at=gone)
+        for n, (created, updated, gone) in enumerate(pattern)
+    ]
+    orm_ids = [Event.objects.create(**values).pk for values in rows]
+    insert_rows(
+        Event, EVENT_INSERT_COLUMNS, [tuple(v[c] for c in EVENT_INSERT_COLUMNS) for v in rows]
+    )
+    writer_ids = list(
+        Event.objects.filter(session_id="writer-s").exclude(pk__in=orm_ids).order_by("id")
+        .values_list("pk", flat=True)
+    )  # fmt: skip
+    assert len(writer_ids) == len(pattern)
+    for orm_id, writer_id in zip(orm_ids, writer_ids, strict=True):
+        orm_columns, writer_columns = _raw_columns(orm_id), _raw_columns(writer_id)
+        for name in ("created_at", "updated_at", "archived_at", "deleted_at"):
+            assert writer_columns[name] == orm_columns[name], (orm_id, name)
 
 
 def test_insert_rows_refuses_what_the_orm_refuses() -> None:

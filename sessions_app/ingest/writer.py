@@ -86,19 +86,27 @@ def _converter(field: models.Field[Any, Any], last: list[Any]) -> Callable[[Any]
         adapt = ops.adapt_datetimefield_value
         utc_naive = sqlite and settings.USE_TZ and connection.timezone_name == "UTC"
 
-        # created_at and updated_at are usually the same instant: convert it once
-        # (`last` is shared by the datetime columns of one insert).
+        # Converted once: an instant the column had in the row before (a batch's one
+        # write time), or the one the row's previous datetime column had (created_at and
+        # updated_at are usually the same instant: `last` is shared by the datetime
+        # columns of one insert).
+        mine: list[Any] = [object(), None]
+
         def datetime_value(value: Any) -> Any:
+            if value is mine[0]:
+                return mine[1]
             if value is last[0]:
-                return last[1]
-            if value is None:
+                converted = last[1]
+            elif value is None:
                 return None
-            converted: Any = (
-                value.isoformat(" ")[:-6]  # str() of the naive value, "+00:00" cut
-                if utc_naive and value.tzinfo is UTC
-                else adapt(value)
-            )
-            last[0], last[1] = value, converted
+            else:
+                converted = (
+                    value.isoformat(" ")[:-6]  # str() of the naive value, "+00:00" cut
+                    if utc_naive and value.tzinfo is UTC
+                    else adapt(value)
+                )
+                last[0], last[1] = value, converted
+            mine[0], mine[1] = value, converted
             return converted
 
         return datetime_value
