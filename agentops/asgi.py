@@ -63,13 +63,8 @@ if settings.AGENTOPS_WATCH_PATHS:
 
     application = watch_with(application)
 
-# A server process allocates many short-lived objects per request (an OTLP batch of 512
-# spans: tens of thousands); what Django and the app loaded at start-up never becomes
-# garbage. Frozen out of the collector's sight, with a larger first-generation threshold
-# (AGENTOPS_GC_THRESHOLD; 0: Python's default), the collector runs less often and scans
-# less each time.
-if settings.AGENTOPS_GC_THRESHOLD:
-    import gc
+# The garbage collector, tuned for a server (AGENTOPS_GC_THRESHOLD, `agentops.collector`)
+# once everything it needs at start-up is loaded.
+from agentops.collector import tune_collector  # noqa: E402
 
-    gc.freeze()
-    gc.set_threshold(settings.AGENTOPS_GC_THRESHOLD, *gc.get_threshold()[1:])
+tune_collector()

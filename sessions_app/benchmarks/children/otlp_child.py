@@ -13,9 +13,10 @@ server that stores the spans broadcasts them) and measures:
   default). The subjects, interleaved round by round: protobuf (the exporter's default,
   and the target), protobuf gzip-compressed, JSON, each POSTed by one keep-alive httpx
   client one body at a time; and `writer_only`, the protobuf bodies decoded and stored
-  in this process (no HTTP, no broadcast: what the rest of the request costs is the
-  difference). Bodies are made before the clock starts. Spans/s per round; the median
-  and range are printed.
+  in this process with the garbage collector tuned as the server's
+  (`agentops.collector`; no HTTP, no broadcast: what the rest of the request costs is
+  the difference). Bodies are made before the clock starts. Spans/s per round; the
+  median and range are printed.
 - latency: `watchers` real websocket clients (``websockets``, signed in as the operator)
   on one running turn's session; `samples` POSTs of one new ``chat`` span (protobuf),
   `pace` seconds apart; for each, the time from just before the POST to every watcher
@@ -142,11 +143,13 @@ def _bodies(spans: list[Any], batch: int, subject: str) -> list[tuple[bytes, dic
 def _store_directly(bodies: list[tuple[bytes, dict[str, str]]]) -> None:
     """The `writer_only` subject: each protobuf body decoded and stored in this process
     (`decode` + `writer.store_spans`), without HTTP, the key check or the broadcast."""
+    from agentops.collector import tune_collector
     from sessions_app.api.models import ApiKey
     from sessions_app.otlp.decode import PROTOBUF, decode_request, spans_of
     from sessions_app.otlp.writer import store_spans
 
     key = ApiKey.objects.get(name="bench-otlp")
+    tune_collector()  # as the server runs it (`agentops.asgi`), or its gen-2 scans count
     for body, _headers in bodies:
         records, _bad = spans_of(decode_request(body, PROTOBUF))
         store_spans(records, key)
