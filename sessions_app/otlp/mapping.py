@@ -321,7 +321,7 @@ def span_drafts(
         return drafts
     if not model and kind != "invoke_agent":
         return drafts
-    system = system_text(attrs)
+    system = system_text(attrs) if first_model else ""  # only the first model span's is read
     inputs: list[Message] | None = None
     if first_model and not system:  # a system message among the inputs (openai-v2 does)
         # All of them, read once: what follows the last assistant message is the same
