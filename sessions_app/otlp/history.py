@@ -45,10 +45,11 @@ def _read_part(items: list[Any], role_of_item: Callable[[Any], str | None]) -> l
     return [item for i, item in enumerate(items) if i > last or roles[i] == "system"]
 
 
-def _text(value: Any) -> str:
-    # The standard library's encoder: it writes back whatever `json_or_none` read
-    # (non-finite numbers, integers of any size) as it was.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+#: The standard library's encoder: it writes back whatever `json_or_none` read
+#: (non-finite numbers, integers of any size) as it was. Made once: `json.dumps` with
+#: these options makes this same encoder anew for every call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_text = _ENCODER.encode
 
 
 def kept_inputs(attributes: dict[str, Any]) -> dict[str, Any]:
