@@ -52,6 +52,7 @@ from sessions_app.otlp.landing import (
     refusal,
 )
 from sessions_app.otlp.mapping import Place
+from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan
 from sessions_app.otlp.watched import messages
 
@@ -85,10 +86,17 @@ def keep_attributes(many: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Of each of `many`, the attributes that may be kept, redacted like imports: with
     one prefilter pass over all of them (`redaction.redact_values`); a model span's
     input without the earlier history the mapping never reads (`history.kept_inputs`)."""
-    kept = [kept_inputs({k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)})
-            for attributes in many]  # fmt: skip
+    kept = [kept_inputs(_keepable(attributes)) for attributes in many]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)
+
+
+def _keepable(attributes: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `attributes` without the names never kept: a key is tested one by one
+    only when `has_key_prefix` says one may start so (most spans hold none)."""
+    if not has_key_prefix(attributes, *_NEVER_KEPT):
+        return dict(attributes)
+    return {k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)}
 
 
 def _short(value: str, limit: int) -> str:
