@@ -14,7 +14,7 @@ import base64
 import json
 import zlib
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf import json_format
@@ -210,12 +210,15 @@ def attributes_of(pairs: Any, found: dict[str, Any] | None = None) -> dict[str, 
     return found
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def time_of(nanos: int) -> datetime:
     """Nanoseconds since the epoch as an aware UTC datetime, cut to the microsecond
-    (exactly: whole seconds, then the microseconds; no float rounding)."""
+    (exactly: whole microseconds added to the epoch, in integers; no float rounding, and
+    one operation where `datetime.fromtimestamp` then `replace` took twice as long)."""
     try:
-        seconds, rest = divmod(nanos, 1_000_000_000)
-        return datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
+        return _EPOCH + timedelta(0, 0, nanos // 1000)
     except (OverflowError, OSError, ValueError):
         raise BadBody(400, f"time {nanos} is out of range") from None
 

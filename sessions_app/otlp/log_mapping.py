@@ -169,13 +169,17 @@ def turn_drafts(records: Sequence[SpanRecord]) -> list[Draft]:
             by_span[record.parent_span_id].append(record)
         else:
             loose.append(record)
-    merged: list[SpanRecord] = []
-    for span in spans:
-        tied = by_span.pop(span.span_id, [])
-        if tied:
-            own = span.attributes.get(EVENTS_KEY) or []
-            span = replace(span, attributes={**span.attributes, EVENTS_KEY: own + _events(tied)})
-        merged.append(span)
+    merged = spans  # a new list (`_split`); most traces send no log records naming a span
+    if by_span:
+        merged = []
+        for span in spans:
+            tied = by_span.pop(span.span_id, [])
+            if tied:
+                own = span.attributes.get(EVENTS_KEY) or []
+                span = replace(
+                    span, attributes={**span.attributes, EVENTS_KEY: own + _events(tied)}
+                )
+            merged.append(span)
     merged += [_virtual_span(span_id, tied) for span_id, tied in by_span.items()]
     merged += [_virtual_span(call[0].span_id, call) for call in _calls(loose)]
     claude = [r for r in logs if r.name.startswith(CLAUDE)]

@@ -112,8 +112,9 @@ def _ordered(spans: Sequence[SpanLike]) -> list[SpanLike]:
 
 def _first(spans: Sequence[SpanLike], keys: Sequence[str]) -> str:
     # Only the spans holding one of the keys are read key by key (one set test each:
-    # most spans hold none of them).
-    spans = [span for span in spans if not span.attributes.keys().isdisjoint(keys)]
+    # most spans hold none of them); for one key, each span is read once anyway.
+    if len(keys) > 1:
+        spans = [span for span in spans if not span.attributes.keys().isdisjoint(keys)]
     for key in keys:
         for span in spans:
             value = span.attributes.get(key)
@@ -216,8 +217,11 @@ def _int_of(attrs: dict[str, Any], *keys: str) -> int | None:
 
 
 def _after_last_assistant(messages: list[Message]) -> list[Message]:
-    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
-    return [m for m in messages[last + 1 :] if m.role != "system"]
+    for index in range(len(messages) - 1, -1, -1):  # the last assistant, from the end
+        if messages[index].role == "assistant":
+            messages = messages[index + 1 :]
+            break
+    return [m for m in messages if m.role != "system"]
 
 
 def _message_drafts(
@@ -321,7 +325,7 @@ def span_drafts(
         return drafts
     if not model and kind != "invoke_agent":
         return drafts
-    system = system_text(attrs)
+    system = system_text(attrs) if first_model else ""  # only the first model span's is read
     inputs: list[Message] | None = None
     if first_model and not system:  # a system message among the inputs (openai-v2 does)
         # All of them, read once: what follows the last assistant message is the same

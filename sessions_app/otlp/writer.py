@@ -41,6 +41,7 @@ from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import turn_payloads_of
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
+from sessions_app.otlp.decoded import decoding
 from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
     NOTE_PREFIX,
@@ -52,6 +53,7 @@ from sessions_app.otlp.landing import (
     refusal,
 )
 from sessions_app.otlp.mapping import Place
+from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan
 from sessions_app.otlp.watched import messages
 
@@ -85,10 +87,17 @@ def keep_attributes(many: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Of each of `many`, the attributes that may be kept, redacted like imports: with
     one prefilter pass over all of them (`redaction.redact_values`); a model span's
     input without the earlier history the mapping never reads (`history.kept_inputs`)."""
-    kept = [kept_inputs({k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)})
-            for attributes in many]  # fmt: skip
+    kept = [kept_inputs(_keepable(attributes)) for attributes in many]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)
+
+
+def _keepable(attributes: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `attributes` without the names never kept: a key is tested one by one
+    only when `has_key_prefix` says one may start so (most spans hold none)."""
+    if not has_key_prefix(attributes, *_NEVER_KEPT):
+        return dict(attributes)
+    return {k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)}
 
 
 def _short(value: str, limit: int) -> str:
@@ -129,7 +138,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
             done.refuse(1, f"key {key.prefix} may not use app {app[:100]!r}")
     now = timezone.now()
     note = f"{NOTE_PREFIX} ({key.label})"
-    with transaction.atomic():
+    with transaction.atomic(), decoding():  # the kept inputs are not parsed again
         kept: dict[str, list[SpanRecord]] = defaultdict(list)
         previous: dict[str, set[tuple[str, str]]] = defaultdict(set)
         for *values, session_id, turn_id in _kept_spans({r.trace_id for r in allowed}):

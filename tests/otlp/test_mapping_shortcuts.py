@@ -1,7 +1,8 @@
 """The mapping's shortcuts give what the long way gives: the key-prefix prefilter is
 never False when a key has the prefix, the last assistant message is found from the end
 as a scan from the start finds it, and a first model span's inputs, read once, give the
-same drafts as reading them twice (all of them for the system text, then the tail)."""
+same drafts as reading them twice (all of them for the system text, then the tail), and
+the attributes kept of a span are those a test of every name keeps."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from sessions_app.otlp.decode import SpanRecord
 from sessions_app.otlp.mapping import _after_last_assistant, span_drafts
 from sessions_app.otlp.messages import _genai_message, has_key_prefix, input_messages
+from sessions_app.otlp.writer import _NEVER_KEPT, _keepable
 
 _KEYS = st.text(alphabet="ab.\x00_", max_size=6)
 
@@ -71,3 +73,18 @@ def test_a_first_model_span_reads_its_inputs_once_with_the_same_drafts() -> None
     assert first == [(f"{'s' * 16}:system", "system", "be brief\nlate rule"),
                      (f"{'s' * 16}:in0", "user", "and now?")]  # fmt: skip
     assert later == first[1:]
+
+
+_ATTRIBUTE_NAMES = st.sampled_from(["exception.", "exception.type", "xexception.", "error.message",
+                                    "error.messages", "error.type", "otel.status_description",
+                                    "gen_ai.input.messages", "a\x00exception.", ""])  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_ATTRIBUTE_NAMES, st.text(alphabet="ab.\x00", max_size=3)), max_size=8))
+def test_the_kept_attribute_names_are_those_of_a_test_per_key(names: list[tuple[str, str]]) -> None:
+    attributes = {a + b: n for n, (a, b) in enumerate(names)}
+    kept = _keepable(attributes)
+    assert kept == {k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)}
+    assert list(kept) == [k for k in attributes if not k.startswith(_NEVER_KEPT)]
+    assert kept is not attributes
