@@ -6,8 +6,7 @@ Modules: `models` (`OtlpSpan`, the kept spans; registered through `sessions_app.
 `logs` (log bodies to `SpanRecord`s of kind log), `log_mapping` (what a trace's log
 records add to its turn),
 `messages` (GenAI and vendor message attributes and span events to plain messages),
-`history` (what is kept of a model span's input: the part the mapping reads;
-`decoded`: its text handed to the same request's mapping without a second parse),
+`history` (what is kept of a model span's input: the part the mapping reads),
 `mapping` (which session and turn a trace lands in, a span's events, a turn's outcome;
 `tool_pairs`: a tool span paired with the model's call when their ids differ),
 `landing` (a request's traces written together: sessions, turns, events in bulk),

@@ -11,9 +11,7 @@ turn planned from kept spans is the one planned from the spans as received (test
 `test_history` plans both for every producer shape). The draft keys count messages from
 the last assistant one, so they do not change either.
 
-Values that are not a list of messages are kept as received. The kept part's text is
-noted with the value it was written from, so that the mapping in the same request does
-not parse it again (`decoded`).
+Values that are not a list of messages are kept as received.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ from collections.abc import Callable
 from typing import Any
 
 from sessions_app.ingest.normalise import json_or_none
-from sessions_app.otlp.decoded import note
 from sessions_app.otlp.messages import adk_content, genai_role
 
 __all__ = ["kept_inputs"]
@@ -55,13 +52,6 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _text = _ENCODER.encode
 
 
-def _noted(value: Any) -> str:
-    """`value` as text, noted for the mapping's reading of it in this request (`decoded`)."""
-    text = _text(value)
-    note(text, value)
-    return text
-
-
 def kept_inputs(attributes: dict[str, Any]) -> dict[str, Any]:
     """`attributes` with the model input's earlier history left out (module docstring);
     the same dict when there is nothing to leave out."""
@@ -70,12 +60,12 @@ def kept_inputs(attributes: dict[str, Any]) -> dict[str, Any]:
         value = attributes[GENAI_INPUT]
         items = json_or_none(value)
         if isinstance(items, list) and (kept := _read_part(items, genai_role)) is not None:
-            changed[GENAI_INPUT] = _noted(kept) if isinstance(value, str) else kept
+            changed[GENAI_INPUT] = _text(kept) if isinstance(value, str) else kept
     elif ADK_REQUEST in attributes:  # read only when the GenAI attribute is absent
         value = attributes[ADK_REQUEST]
         request = json_or_none(value)
         contents = request.get("contents") if isinstance(request, dict) else None
         if isinstance(contents, list) and (kept := _read_part(contents, _adk_role)) is not None:
             request = {**request, "contents": kept}
-            changed[ADK_REQUEST] = _noted(request) if isinstance(value, str) else request
+            changed[ADK_REQUEST] = _text(request) if isinstance(value, str) else request
     return {**attributes, **changed} if changed else attributes

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessions_app.ingest.normalise import json_or_none
-from sessions_app.otlp.decoded import json_of
 
 __all__ = [
     "EVENTS_KEY",
@@ -152,7 +151,7 @@ def _genai_message(item: Any) -> Message | None:
 
 
 def _genai(value: Any, after_last_assistant: bool = False) -> list[Message]:
-    decoded = json_of(value)
+    decoded = json_or_none(value)
     if not isinstance(decoded, list):
         return []
     if after_last_assistant:  # the history before it is not read: found from the end
@@ -353,7 +352,7 @@ def input_messages(
     history may be left unread (other conventions return it all)."""
     if "gen_ai.input.messages" in attributes:
         return _genai(attributes["gen_ai.input.messages"], after_last_assistant)
-    request = json_of(attributes.get("gcp.vertex.agent.llm_request"))
+    request = json_or_none(attributes.get("gcp.vertex.agent.llm_request"))
     if isinstance(request, dict):
         contents = request.get("contents") or []
         return [m for c in contents if (m := adk_content(c)) is not None]

@@ -41,7 +41,6 @@ from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import turn_payloads_of
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
-from sessions_app.otlp.decoded import decoding
 from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
     NOTE_PREFIX,
@@ -138,7 +137,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
             done.refuse(1, f"key {key.prefix} may not use app {app[:100]!r}")
     now = timezone.now()
     note = f"{NOTE_PREFIX} ({key.label})"
-    with transaction.atomic(), decoding():  # the kept inputs are not parsed again
+    with transaction.atomic():
         kept: dict[str, list[SpanRecord]] = defaultdict(list)
         previous: dict[str, set[tuple[str, str]]] = defaultdict(set)
         for *values, session_id, turn_id in _kept_spans({r.trace_id for r in allowed}):

@@ -1,8 +1,7 @@
 """A model span's input is kept without the history the mapping never reads
 (`otlp.history.kept_inputs`): every trace plans to the same turn from the kept spans as
 from the spans as received, and a long conversation's later model spans keep only what
-was new to the model; the mapping of the same request is handed the value each kept input
-was written from (`otlp.decoded`) with the same plan."""
+was new to the model."""
 
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ from pydantic_ai.models.test import TestModel
 from sessions_app.benchmarks.children.otlp_child import agent_spans
 from sessions_app.otlp import log_mapping
 from sessions_app.otlp.decode import PROTOBUF, SpanRecord, decode_request, spans_of
-from sessions_app.otlp.decoded import decoding, json_of, note
 from sessions_app.otlp.history import ADK_REQUEST, GENAI_INPUT, kept_inputs
 from sessions_app.otlp.mapping import turn_outcome
 from sessions_app.otlp.models import OtlpSpan
@@ -160,32 +158,3 @@ def test_the_receiver_stores_the_kept_input(poster: OtlpPoster) -> None:
     # The first chat span was given the question; each later one only the tool result
     # that followed the model's last answer.
     assert [[m["role"] for m in inputs] for inputs in stored] == [["user"]] + [["tool"]] * 3
-
-
-@pytest.mark.parametrize("producer", PRODUCERS)
-def test_the_kept_inputs_noted_plan_as_when_parsed_again(producer: str) -> None:
-    """Within `decoded.decoding()` the mapping is handed the value each kept input was
-    written from instead of parsing it (`json_of`): the same plan."""
-    records = _records(PRODUCERS[producer]())
-    parsed = _plan(_kept(records))
-    with decoding():
-        kept = _kept(records)
-        noted = sum(kept_inputs(r.attributes) is not r.attributes for r in records)
-        handed = _plan(kept)
-    assert handed == parsed
-    assert _plan(kept) == parsed  # outside, the same texts are parsed
-    if producer in ("bench traces", "google adk", "system in history"):
-        assert noted
-
-
-def test_a_noted_text_is_handed_over_once_and_only_inside() -> None:
-    value = [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
-    text = json.dumps(value)
-    note(text, value)  # outside: not noted
-    assert json_of(text) == value and json_of(text) is not value
-    with decoding():
-        note(text, value)
-        assert json_of(text) is value
-        assert json_of(text) == value and json_of(text) is not value
-        assert json_of("not json") is None
-    assert json_of(text) is not value
