@@ -12,12 +12,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, cast
+
+from django.db import connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Field
+from django.db.models.sql.subqueries import UpdateQuery
 
 from sessions_app import models
 from sessions_app.projector import load_outcomes
-from sessions_app.store.page_facts import new_context_generation, refresh_page_facts_of
+from sessions_app.store.page_facts import (
+    new_context_generation,
+    refresh_page_facts_of,
+    row_page_facts,
+)
 from sessions_app.store.resume import orphan_count, protocol_events, resume_status
 from sessions_app.store.resume_delta import GROUP_COLUMNS
 from sessions_app.store.rows import turn_from_row
@@ -44,7 +54,7 @@ def refresh_resume_statuses(
     `turn_rows`: those turns' rows as written. Reads the other turns and active events of
     the sessions not `created` (two queries, none when all are), which of them have
     recorded tool outcomes (one; read per such session: rare), the page facts' marks
-    (`refresh_page_facts_of`), and one UPDATE of the rows per distinct status."""
+    (`refresh_page_facts_of`), and one UPDATE statement run for each row (`_update_rows`)."""
     ids = sorted(session_ids)
     known = set(written)
     if any(values["id"] is None for _s, timeline in written.values() for values in timeline):
@@ -76,23 +86,61 @@ def refresh_resume_statuses(
         if older
         else set()
     )
-    statuses: dict[tuple[int, bool, int], list[str]] = defaultdict(list)
+    rows_facts: list[tuple[str, int, bool, int]] = []
     every: dict[str, Sequence[Any]] = {}
     for session_id in ids:
         ordered = sorted(facts.get(session_id, []), key=lambda fact: fact[0])
         stored = every[session_id] = protocol_events(session_id, ordered)
         outcomes = load_outcomes(session_id) if session_id in with_outcomes else {}
         issues, cannot_resume = resume_status(turns.get(session_id, []), stored, outcomes)
-        statuses[issues, cannot_resume, orphan_count(stored)].append(session_id)
+        rows_facts.append((session_id, issues, cannot_resume, orphan_count(stored)))
     # The kept page facts too (tool-protocol marks, token totals, legacy flag): a turn
     # rebuilt from its spans replaced its events. Set in the same UPDATE of the rows.
-    facts_of_rows = refresh_page_facts_of(every, created)
-    for (issues, cannot_resume, orphans), same in statuses.items():  # mostly one UPDATE
-        models.Session.objects.filter(pk__in=same).update(
-            protocol_issue_count=issues,
-            cannot_resume=cannot_resume,
-            orphan_result_count=orphans,
-            context_checkpoint=new_context_generation(),
-            updated_at=now,
-            **facts_of_rows,
-        )
+    refresh_page_facts_of(every, created)
+    _update_rows(rows_facts, now)
+
+
+#: The columns `_update_rows` sets from values, in the order its statement names them.
+_GIVEN = ("protocol_issue_count", "cannot_resume", "orphan_result_count",
+          "context_checkpoint", "updated_at")  # fmt: skip
+_SOME_ID = "\x00session"
+
+
+@cache
+def _row_update(alias: str) -> tuple[str, tuple[Any, ...]]:
+    """The UPDATE of one session row, compiled once for database `alias`: the `_GIVEN`
+    columns from values, then the token totals and legacy flag from the row's events
+    (`row_page_facts`); its SQL and the parameters between the given values and the id
+    (Django compiles the SET list in order, then the WHERE)."""
+    given: dict[str, Any] = {
+        "protocol_issue_count": 0, "cannot_resume": False, "orphan_result_count": 0,
+        "context_checkpoint": {}, "updated_at": datetime.now(UTC),
+    }  # fmt: skip
+    query = cast(UpdateQuery, models.Session.objects.filter(pk=_SOME_ID).query.chain(UpdateQuery))
+    query.add_update_values({**{name: given[name] for name in _GIVEN}, **row_page_facts()})
+    sql, params = query.get_compiler(alias).as_sql()
+    if params[-1] != _SOME_ID:  # pragma: no cover - a Django that compiles otherwise
+        raise RuntimeError("the session UPDATE's last parameter is not the row's id")
+    return sql, tuple(params[len(_GIVEN) : -1])
+
+
+def _update_rows(rows: Sequence[tuple[str, int, bool, int]], now: datetime) -> None:
+    """Store each (session id, protocol issues, cannot resume, orphan results) with `now`
+    as `updated_at` and a new context generation, and its page facts: one statement,
+    compiled once (`_row_update`), run for every row."""
+    connection = connections[router.db_for_write(models.Session)]
+    sql, facts = _row_update(connection.alias)
+    at = _prepared("updated_at", now, connection)
+    params = []
+    for session_id, issues, cannot_resume, orphans in rows:
+        checkpoint = _prepared("context_checkpoint", new_context_generation(), connection)
+        params.append((issues, cannot_resume, orphans, checkpoint, at, *facts, session_id))
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def _prepared(name: str, value: Any, connection: BaseDatabaseWrapper) -> Any:
+    """`value` as a parameter of session column `name` on `connection`."""
+    return cast("Field[Any, Any]", models.Session._meta.get_field(name)).get_db_prep_save(
+        value, connection
+    )

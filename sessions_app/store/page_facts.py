@@ -72,7 +72,9 @@ __all__ = [
     "opening_marks",
     "protocol_marks",
     "refresh_page_facts",
+    "refresh_page_facts_of",
     "result_marks",
+    "row_page_facts",
     "stored_marks",
     "token_sums",
     "tokens_added_params",
@@ -150,14 +152,12 @@ def new_context_generation() -> dict[str, Any]:
     return {"gen": uuid.uuid4().hex}
 
 
-def refresh_page_facts_of(
-    events: dict[str, Sequence[Event]], fresh: Collection[str] = ()
-) -> dict[str, Any]:
+def refresh_page_facts_of(events: dict[str, Sequence[Event]], fresh: Collection[str] = ()) -> None:
     """`refresh_page_facts` of many sessions at once ({session id: its active events in id
     order}): store the marks that changed (one query for the stored marks, none when every
     session is `fresh`: each of its events was just inserted, unmarked; one UPDATE per
-    distinct changed mark) and return the session rows' token totals and legacy flag as
-    expressions of the row (``OuterRef("pk")``) for the caller's UPDATE of those rows."""
+    distinct changed mark). The caller's UPDATE of the session rows sets their token
+    totals and legacy flag from `row_page_facts`."""
     wanted: dict[int, Marks] = {}
     for session_events in events.values():
         wanted.update(protocol_marks(session_events))
@@ -172,6 +172,11 @@ def refresh_page_facts_of(
     changed = {i: m for i, m in wanted.items() if stored.get(i) != m}
     changed.update({i: _CLEAN for i in stored if i not in wanted})
     write_marks(changed)
+
+
+def row_page_facts() -> dict[str, Any]:
+    """The session row's token totals and legacy flag as expressions of the row being
+    updated (``OuterRef("pk")``), for an UPDATE of many session rows."""
     each = OuterRef("pk")
     return {**token_sums(each), "has_legacy_events": legacy_events_exist(each)}
 
