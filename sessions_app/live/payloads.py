@@ -244,6 +244,20 @@ def _turns_with_counts() -> QuerySet[models.Turn]:
 
 
 def _turn_payload_of(row: models.Turn) -> dict[str, Any]:
+    return turn_payload_from(
+        row,
+        getattr(row, "event_count", None) or 0,
+        getattr(row, "session_turn_count", None) or 0,
+        {name: getattr(row, name, None) for name in SESSION_TOKEN_FIELDS},
+    )
+
+
+def turn_payload_from(
+    row: models.Turn, event_count: int, session_turn_count: int, session: dict[str, Any]
+) -> dict[str, Any]:
+    """The TurnPayload of turn `row` (as stored) with its active `event_count`, its
+    session's `session_turn_count` and `session`'s `SESSION_TOKEN_FIELDS` values (those
+    that are None left out)."""
     return {
         "id": row.id,
         "session_id": row.session_id,
@@ -256,13 +270,9 @@ def _turn_payload_of(row: models.Turn) -> dict[str, Any]:
         "stopped_by": row.stopped_by,
         "started_at": _iso(row.started_at),
         "finished_at": _iso(row.finished_at),
-        "event_count": getattr(row, "event_count", None) or 0,
-        "session_turn_count": getattr(row, "session_turn_count", None) or 0,
-        **{
-            name: getattr(row, name)
-            for name in SESSION_TOKEN_FIELDS
-            if getattr(row, name, None) is not None
-        },
+        "event_count": event_count,
+        "session_turn_count": session_turn_count,
+        **{name: value for name, value in session.items() if value is not None},
     }
 
 
@@ -302,13 +312,6 @@ def turn_payload(turn_id: str) -> dict[str, Any] | None:
     query."""
     row = _turns_with_counts().filter(pk=turn_id).first()
     return _turn_payload_of(row) if row else None
-
-
-def turn_payloads_of(turn_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The TurnPayloads of these stored turns, by id (missing ones left out). One
-    query."""
-    rows = _turns_with_counts().filter(pk__in=list(turn_ids))
-    return {row.id: _turn_payload_of(row) for row in rows}
 
 
 def turn_payloads(

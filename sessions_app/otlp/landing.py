@@ -5,7 +5,8 @@ where it lands and what its turn holds; `refusal` says why a plan cannot land (a
 app's session or key, a turn not received over OTLP); `land` writes the accepted plans
 with a fixed number of queries for the whole request (sessions, turns, events created or
 updated in bulk), whatever the number of traces, plus one `refresh_resume_statuses` of
-the sessions that changed. A trace that moves into its conversation's session when its
+the sessions that changed, and one read of their turn counts and token totals for the
+watchers' turn payloads. A trace that moves into its conversation's session when its
 root arrives leaves its old turn (`drop_turn`, rare: a few queries per move).
 """
 
@@ -28,7 +29,12 @@ from sessions_app.otlp.log_mapping import place, turn_drafts, turn_outcome
 from sessions_app.otlp.mapping import Draft, Outcome, Place
 from sessions_app.otlp.models import OtlpSpan
 from sessions_app.otlp.resume_batch import refresh_resume_statuses
-from sessions_app.otlp.watched import event_payloads, new_values, stored_values
+from sessions_app.otlp.watched import (
+    event_payloads,
+    new_values,
+    stored_values,
+    turn_payloads_written,
+)
 from sessions_app.store.resume import refresh_resume_status
 
 __all__ = ["NOTE_PREFIX", "OWNER_HOST", "STATE_KEY", "Plan", "land", "refusal"]
@@ -124,6 +130,8 @@ class Landed:
     created: list[str] = field(default_factory=list)
     #: The watchers' payloads of the new events, in id order (`watched.event_payloads`).
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: The TurnPayloads of `turns`, by id (`watched.turn_payloads_written`).
+    turn_payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def land(
@@ -169,6 +177,7 @@ def land(
     touched = {plan.session_id for plan in plans if plan.turn_id in changed}
     if touched:
         refresh_resume_statuses(touched, created & touched, written, turns, now)
+    done.turn_payloads = turn_payloads_written(done.turns, turns, written)
     return done
 
 

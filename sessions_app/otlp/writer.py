@@ -39,7 +39,6 @@ from sessions_app.ingest.reading import loads
 from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
-from sessions_app.live.payloads import turn_payloads_of
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
@@ -66,7 +65,7 @@ _NEVER_KEPT = ("exception.", "otel.status_description", "error.message")
 class Received:
     """What a request did: spans accepted (new or already kept) and rejected, the first
     rejection's reason, and what to broadcast (new event ids, changed turn ids, the ids
-    of the turns it created, and the new events' payloads)."""
+    of the turns it created, the new events' payloads and the changed turns')."""
 
     accepted: int = 0
     rejected: int = 0
@@ -75,6 +74,7 @@ class Received:
     turns: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    turn_payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def refuse(self, count: int, reason: str) -> None:
         """Count `count` spans as rejected for `reason` (the first reason is kept)."""
@@ -183,7 +183,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 done.accepted += len(plan.fresh)
         landed = land(accepted, sessions, turns, now)
     done.new_events, done.turns, done.created = landed.new_events, landed.turns, landed.created
-    done.events = landed.events
+    done.events, done.turn_payloads = landed.events, landed.turn_payloads
     return done
 
 
@@ -244,21 +244,20 @@ async def abandon_silent_turns(found: dict[str, list[str]] | None = None) -> lis
 async def receive(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     """`store_spans`, then broadcast to watchers, in order: the turns it created (a new
     turn reaches them before its events), the new events, then the other changed turns
-    (their status and event count). The events' payloads come from the write itself; the
-    turns' are read in one query after it (`watched`). Then end the silent turns
+    (their status and event count). The events' and turns' payloads come from the write
+    itself (`watched`). Then end the silent turns
     (`abandon_silent_turns`) of any trace."""
-    done, turns, silent = await sync_to_async(_store_and_read)(records, key)
+    done, silent = await sync_to_async(_store_and_find_silent)(records, key)
     if done.turns:
-        await post_all(messages(done.created, done.turns, done.events, turns))
+        await post_all(messages(done.created, done.turns, done.events, done.turn_payloads))
     if silent:
         await abandon_silent_turns(silent)
     return done
 
 
-def _store_and_read(
+def _store_and_find_silent(
     records: Sequence[SpanRecord], key: ApiKey
-) -> tuple[Received, dict[str, dict[str, Any]], dict[str, list[str]]]:
-    """`store_spans`, then the changed turns' payloads and the `silent_turns` (a query
-    each), in one hop to the database thread."""
-    done = store_spans(records, key)
-    return done, turn_payloads_of(done.turns) if done.turns else {}, silent_turns()
+) -> tuple[Received, dict[str, list[str]]]:
+    """`store_spans`, then the `silent_turns` (one query), in one hop to the database
+    thread."""
+    return store_spans(records, key), silent_turns()
