@@ -15,10 +15,12 @@ the tool call with the model's call id, the tool's result paired by that id (sto
 its content only), the final answer, with usage and model on each model call's event;
 the session's model is the fake model's. A run whose tool raises is a failed turn with
 the exception's class as failure code and stage ``tool``, its call answered by the tool
-span's error (no dangling call), and the exception's message is nowhere in the
-database. With inputs and outputs hidden (OpenInference's ``TraceConfig``), the turn
-still has the tool call and its result (not captured) and each model call's usage, and
-the session says content was not captured.
+span's error (no dangling call); a run whose model raises is a failed turn of stage
+``provider``; neither exception's message is anywhere in the database or on the session
+pages (which show the model, the tokens and the failures' stages). With inputs and
+outputs hidden (OpenInference's ``TraceConfig``), the turn still has the tool call and
+its result (not captured) and each model call's usage, and the session says content was
+not captured.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableLambda
@@ -49,6 +53,10 @@ SECRET = "the-tool-exception-text-oi41"
 MODEL = "fake-weather-1"
 
 
+class RateLimitError(Exception):
+    """What a provider's client raises when the model refuses a request."""
+
+
 class WeatherModel(GenericFakeChatModel):
     """LangChain's fake chat model (answers with its `messages` in turn), with a model
     name and tools bound as a real chat model's are (here: ignored)."""
@@ -57,6 +65,13 @@ class WeatherModel(GenericFakeChatModel):
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> WeatherModel:
         return self
+
+
+class RefusingModel(WeatherModel):
+    """A chat model whose provider refuses every request (`RateLimitError`, `SECRET`)."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        raise RateLimitError(SECRET)
 
 
 def weather_tool(*, failing: bool = False) -> BaseTool:
@@ -97,11 +112,13 @@ def answer(text: str, prompt: int, completion: int) -> AIMessage:
     )
 
 
-def agent(replies: Iterator[AIMessage], weather: BaseTool) -> Runnable[Any, Any]:
+def agent(
+    replies: Iterator[AIMessage], weather: BaseTool, model_class: type[WeatherModel] = WeatherModel
+) -> Runnable[Any, Any]:
     """A tool-calling agent loop as one traced run (OpenInference's CHAIN root): call
     the model, run the tools it asks for, append their `ToolMessage`s, call it again
     until it answers; returns the conversation."""
-    model = WeatherModel(messages=replies).bind_tools([weather])
+    model = model_class(messages=replies).bind_tools([weather])
 
     def run(messages: list[BaseMessage]) -> list[BaseMessage]:
         messages = list(messages)
@@ -149,7 +166,9 @@ def _tokens(event: models.Event) -> tuple[int, int] | None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_openinference_langchain_instrumentation_lands_as_a_session() -> None:
+def test_openinference_langchain_instrumentation_lands_as_a_session(
+    operator_client: Client,
+) -> None:
     key = create_key("openinference").key
     with DaphneServer() as server:
         done = _traced(server, key)
@@ -168,6 +187,9 @@ def test_openinference_langchain_instrumentation_lands_as_a_session() -> None:
                     iter([tool_call("Oslo", "call_oslo", 9, 4)]), weather_tool(failing=True)
                 )
                 failing.invoke([HumanMessage("Weather in Oslo?")])
+            with using_session("oi-refused"), pytest.raises(RateLimitError):
+                refusing = agent(iter([]), weather_tool(), RefusingModel)
+                refusing.invoke([HumanMessage("Weather in Bern?")])
         finally:
             done()
         done = _traced(server, key, TraceConfig(hide_inputs=True, hide_outputs=True))
@@ -235,7 +257,27 @@ def test_openinference_langchain_instrumentation_lands_as_a_session() -> None:
         "error": "ConnectionError",
     }
     assert models.Session.objects.get(pk="oi-fail").protocol_issue_count == 0
+    refused = models.Turn.objects.get(session_id="oi-refused")
+    assert (refused.status, refused.failure_code, refused.failure_stage) == (
+        "failed",
+        f"{__name__}.rate_limit_error",  # the SDK records the class's qualified name
+        "provider",
+    )
+    assert _events(refused) == [("user", "Weather in Bern?", [], "")]
     assert SECRET not in database_text()
+    pages = {
+        session_id: operator_client.get(reverse("sessions:detail", args=[session_id]))
+        for session_id in ("oi-conv", "oi-fail", "oi-refused", "oi-hidden")
+    }
+    assert {session_id: page.status_code for session_id, page in pages.items()} == dict.fromkeys(
+        pages, 200
+    )
+    text = {session_id: page.content.decode() for session_id, page in pages.items()}
+    assert MODEL in text["oi-conv"] and "83 in (0 cached) · 18 out" in text["oi-conv"]
+    assert 'class="badge stage-tool label"' in text["oi-fail"]
+    assert 'class="badge stage-provider label"' in text["oi-refused"]
+    assert "message content was not captured" in text["oi-hidden"]
+    assert not [session_id for session_id, page in text.items() if SECRET in page]
 
     hidden = models.Session.objects.get(pk="oi-hidden")
     assert (hidden.state[STATE_KEY], hidden.title) == ({"content_captured": False}, "")
