@@ -12,7 +12,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from openinference.instrumentation import using_session
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from opentelemetry.sdk.resources import Resource
@@ -121,9 +121,9 @@ def _system_in_history_spans(rounds: int = 3) -> list[ReadableSpan]:
 
 
 def _openinference_spans() -> list[ReadableSpan]:
-    """OpenInference's LangChain spans: two runs of an agent loop, three tool calls in the
-    first; each LLM span's ``llm.input_messages`` and ``input.value`` hold the whole
-    conversation."""
+    """OpenInference's LangChain spans: two runs of an agent loop with a system prompt,
+    three tool calls in the first; each LLM span's ``llm.input_messages`` and
+    ``input.value`` hold the whole conversation."""
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider(resource=Resource.create({"service.name": "oi"}))
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -137,7 +137,9 @@ def _openinference_spans() -> list[ReadableSpan]:
         ])  # fmt: skip
         run = agent(replies, weather_tool())
         with using_session("oi-history"):
-            first = run.invoke([HumanMessage("Weather in three cities?")])
+            first = run.invoke(
+                [SystemMessage("Be brief."), HumanMessage("Weather in three cities?")]
+            )
             run.invoke([*first, HumanMessage("And now?")])
     finally:
         instrumentor.uninstrument()
@@ -191,8 +193,8 @@ def test_openinference_llm_spans_keep_only_what_was_new() -> None:
         for attributes in kept
     ]  # fmt: skip
     # The first run's model was given the question, then each tool's result; the second
-    # run's the new question.
-    assert roles == [["user"], ["tool"], ["tool"], ["tool"], ["user"]]
+    # run's the new question; each the system prompt.
+    assert roles == [["system", "user"]] + [["system", "tool"]] * 3 + [["system", "user"]]
     assert ["input.value" in attributes for attributes in kept] == [False] * 5
 
 

@@ -13,7 +13,8 @@ Checked: two runs of one session land as one session (``session.id``) with two
 completed turns (one per trace), each holding only its own messages: the user's prompt,
 the tool call with the model's call id, the tool's result paired by that id (stored once,
 its content only), the final answer, with usage and model on each model call's event;
-the session's model is the fake model's. A run whose tool raises is a failed turn with
+the system prompt its model was given opens each turn; the session's model is the fake
+model's. A run whose tool raises is a failed turn with
 the exception's class as failure code and stage ``tool``, its call answered by the tool
 span's error (no dangling call); a run whose model raises is a failed turn of stage
 ``provider``; neither exception's message is anywhere in the database or on the session
@@ -32,7 +33,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool, tool
 from openinference.instrumentation import TraceConfig, using_session
@@ -51,6 +52,7 @@ from tests.test_redaction_shapes import database_text
 
 SECRET = "the-tool-exception-text-oi41"
 MODEL = "fake-weather-1"
+SYSTEM = "Answer in one line."
 
 
 class RateLimitError(Exception):
@@ -180,7 +182,7 @@ def test_openinference_langchain_instrumentation_lands_as_a_session(
                     answer("Rome is sunny too.", 41, 6),
                 ])  # fmt: skip
                 run = agent(replies, weather_tool())
-                first = run.invoke([HumanMessage("Weather in Paris?")])
+                first = run.invoke([SystemMessage(SYSTEM), HumanMessage("Weather in Paris?")])
                 run.invoke([*first, HumanMessage("And in Rome?")])
             with using_session("oi-fail"), pytest.raises(ConnectionError):
                 failing = agent(
@@ -210,12 +212,14 @@ def test_openinference_langchain_instrumentation_lands_as_a_session(
     assert [(t.status, t.id.startswith("oi-conv/")) for t in turns] == [("completed", True)] * 2
     call = "call_paris"
     assert _events(turns[0]) == [
+        ("system", SYSTEM, [], ""),
         ("user", "Weather in Paris?", [], ""),
         ("assistant", "", [call], ""),
         ("tool", "", [], call),
         ("assistant", "It is sunny in Paris.", [], ""),
     ]
     assert _events(turns[1]) == [  # its history (the first run) is not stored again
+        ("system", SYSTEM, [], ""),
         ("user", "And in Rome?", [], ""),
         ("assistant", "Rome is sunny too.", [], ""),
     ]
