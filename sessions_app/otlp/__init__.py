@@ -6,9 +6,12 @@ Modules: `models` (`OtlpSpan`, the kept spans; registered through `sessions_app.
 `logs` (log bodies to `SpanRecord`s of kind log), `log_mapping` (what a trace's log
 records add to its turn),
 `messages` (GenAI and vendor message attributes and span events to plain messages),
+`openinference` (what OpenInference spans say beyond their messages: span kinds, tool
+spans' call ids, arguments and results),
 `history` (what is kept of a model span's input: the part the mapping reads),
 `mapping` (which session and turn a trace lands in, a span's events, a turn's outcome;
-`tool_pairs`: a tool span paired with the model's call when their ids differ),
+`tool_pairs`: a tool span paired with the model's call when their ids differ or it
+has none),
 `landing` (a request's traces written together: sessions, turns, events in bulk),
 `watched` (what the sessions' watchers are sent, made from that write), `writer`
 (keeping spans and landing their traces in one transaction, broadcast to the sessions'

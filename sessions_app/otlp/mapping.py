@@ -30,6 +30,7 @@ from sessions_app.otlp.messages import (
     output_messages,
     system_text,
 )
+from sessions_app.otlp.openinference import operation_of, tool_call_id, tool_input, tool_output
 from sessions_app.otlp.tool_pairs import pair_tool_spans
 
 __all__ = ["Draft", "Outcome", "Place", "place", "turn_drafts", "turn_outcome"]
@@ -136,25 +137,32 @@ def place(spans: Sequence[SpanLike]) -> Place:
     )
 
 
+def _model_of(attrs: dict[str, Any]) -> Any:
+    """The model a span names: `gen_ai.response.model`, else `gen_ai.request.model`, else
+    OpenInference's `llm.model_name` (None when none)."""
+    return (
+        attrs.get("gen_ai.response.model")
+        or attrs.get("gen_ai.request.model")
+        or attrs.get("llm.model_name")
+    )
+
+
 def _model(spans: Sequence[SpanLike]) -> str:
-    """The model of the first of `spans` naming one (`gen_ai.response.model`, else
-    `gen_ai.request.model`)."""
+    """The model of the first of `spans` naming one (`_model_of`)."""
     for span in spans:
-        found = span.attributes.get("gen_ai.response.model") or span.attributes.get(
-            "gen_ai.request.model"
-        )
+        found = _model_of(span.attributes)
         if isinstance(found, str) and found:
             return found[:255]
     return ""
 
 
 def operation(span: SpanLike) -> str:
-    """The GenAI operation of a span (``gen_ai.operation.name``, else its name's first
-    word, e.g. "chat gpt-4o" -> "chat")."""
+    """The GenAI operation of a span (``gen_ai.operation.name``, else its OpenInference
+    span kind's, else its name's first word, e.g. "chat gpt-4o" -> "chat")."""
     name = span.attributes.get("gen_ai.operation.name")
     if isinstance(name, str) and name:
         return name
-    return span.name.split(" ", 1)[0].lower()
+    return operation_of(span.attributes) or span.name.split(" ", 1)[0].lower()
 
 
 #: Attributes (and prefixes) that make a span a model call whatever its operation.
@@ -192,11 +200,14 @@ def _usage(span: SpanLike) -> dict[str, Any] | None:
     prompt = prompt if isinstance(prompt, int) else 0
     completion = completion if isinstance(completion, int) else 0
     details: dict[str, Any] = {}
-    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+    model = _model_of(attrs)
     if model:
         details["model"] = str(model)
-    cached = attrs.get(
-        "gen_ai.usage.cache_read.input_tokens", attrs.get("gen_ai.usage.cached_tokens")
+    cached = _int_of(
+        attrs,
+        "gen_ai.usage.cache_read.input_tokens",
+        "gen_ai.usage.cached_tokens",
+        "llm.token_count.prompt_details.cache_read",
     )
     if isinstance(cached, int):
         details["cached_input_tokens"] = cached
@@ -292,17 +303,16 @@ def span_drafts(
         model = _is_model(span)
     drafts: list[Draft] = []
     kind = operation(span)
-    if kind == "execute_tool":
-        raw_id = attrs.get("gen_ai.tool.call.id")
+    if kind == "execute_tool":  # OpenInference's TOOL spans too (`openinference`)
+        raw_id = attrs.get("gen_ai.tool.call.id") or tool_call_id(attrs)
         call_id = str(raw_id) if raw_id not in (None, "", ADK_NO_ID) else f"span-{span.span_id}"
-        name = str(attrs.get("gen_ai.tool.name") or span.name)
-        call = {
-            "id": call_id,
-            "name": name,
-            "arguments": arguments_object(
-                _legacy_adk(attrs, "gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args")
-            ),
-        }
+        name = str(attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or span.name)
+        arguments = _legacy_adk(
+            attrs, "gen_ai.tool.call.arguments", "gcp.vertex.agent.tool_call_args"
+        )
+        if arguments is None:
+            arguments = tool_input(attrs)
+        call = {"id": call_id, "name": name, "arguments": arguments_object(arguments)}
         drafts.append(
             Draft(
                 f"{span.span_id}:call",
@@ -318,6 +328,8 @@ def span_drafts(
             response["error"] = str(attrs.get("error.type") or "error")
         else:
             result = _legacy_adk(attrs, "gen_ai.tool.call.result", "gcp.vertex.agent.tool_response")
+            if result is None:
+                result = tool_output(attrs)
             response["result"] = result if result is not None else {"content_captured": False}
         drafts.append(
             Draft(f"{span.span_id}:result", span.end_at, "tool", author, tool_response=response)

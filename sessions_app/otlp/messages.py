@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessions_app.ingest.normalise import json_or_none
+from sessions_app.otlp.openinference import carries_content
 
 __all__ = [
     "EVENTS_KEY",
@@ -427,8 +428,9 @@ CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.promp
 
 
 def has_content(attributes: dict[str, Any]) -> bool:
-    """True when `attributes` carry message content (see CONTENT_KEYS)."""
-    if not attributes.keys().isdisjoint(CONTENT_KEYS):
+    """True when `attributes` carry message content (see CONTENT_KEYS; an OpenInference
+    span's input or output value too, unless hidden)."""
+    if not attributes.keys().isdisjoint(CONTENT_KEYS) or carries_content(attributes):
         return True
     return has_key_prefix(attributes, *CONTENT_PREFIXES) and any(
         key.startswith(CONTENT_PREFIXES) for key in attributes

@@ -12,6 +12,9 @@ from functools import partial
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+from openinference.instrumentation import using_session
+from openinference.instrumentation.langchain import LangChainInstrumentor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -28,6 +31,7 @@ from sessions_app.otlp.mapping import turn_outcome
 from sessions_app.otlp.models import OtlpSpan
 from tests.otlp.agent_spans import conversation_spans, protobuf_body, provider
 from tests.otlp.conftest import OtlpPoster
+from tests.otlp.test_openinference_langchain import agent, answer, tool_call, weather_tool
 from tests.otlp.test_producer_shapes import SHAPES, _turn
 
 
@@ -116,12 +120,39 @@ def _system_in_history_spans(rounds: int = 3) -> list[ReadableSpan]:
     return list(exporter.get_finished_spans())
 
 
+def _openinference_spans() -> list[ReadableSpan]:
+    """OpenInference's LangChain spans: two runs of an agent loop with a system prompt,
+    three tool calls in the first; each LLM span's ``llm.input_messages`` and
+    ``input.value`` hold the whole conversation."""
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider(resource=Resource.create({"service.name": "oi"}))
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=tracer_provider)
+    try:
+        replies = iter([
+            *(tool_call(city, f"call_{city}", 10, 2) for city in ("Paris", "Rome", "Oslo")),
+            answer("All sunny.", 40, 3),
+            answer("Still sunny.", 50, 2),
+        ])  # fmt: skip
+        run = agent(replies, weather_tool())
+        with using_session("oi-history"):
+            first = run.invoke(
+                [SystemMessage("Be brief."), HumanMessage("Weather in three cities?")]
+            )
+            run.invoke([*first, HumanMessage("And now?")])
+    finally:
+        instrumentor.uninstrument()
+    return list(exporter.get_finished_spans())
+
+
 PRODUCERS: dict[str, Callable[[], bytes]] = {
     "receiver fixtures": lambda: protobuf_body(conversation_spans()),
     "bench traces": lambda: protobuf_body(agent_spans(4, 5)),
     "pydantic ai": lambda: protobuf_body(_pydantic_ai_spans()),
     "google adk": lambda: protobuf_body(_adk_spans()),
     "system in history": lambda: protobuf_body(_system_in_history_spans()),
+    "openinference langchain": lambda: protobuf_body(_openinference_spans()),
     **{f"shape {shape}": partial(_turn, shape) for shape in SHAPES},
 }
 
@@ -136,13 +167,35 @@ def test_the_kept_spans_plan_to_the_same_turn(producer: str) -> None:
     ("producer", "at_most"),
     # Pydantic AI's spans carry more than their inputs (its run span holds all messages
     # again, under its own attribute, kept as received).
-    [("bench traces", 0.7), ("pydantic ai", 0.95), ("google adk", 0.8)],
+    # OpenInference's LLM spans hold the conversation twice (messages and input.value),
+    # and their output.value (kept) repeats the answer.
+    [
+        ("bench traces", 0.7),
+        ("pydantic ai", 0.95),
+        ("google adk", 0.8),
+        ("openinference langchain", 0.7),
+    ],
 )
 def test_later_model_spans_keep_only_what_was_new(producer: str, at_most: float) -> None:
     records = _records(PRODUCERS[producer]())
     received = sum(len(json.dumps(r.attributes)) for r in records)
     kept = sum(len(json.dumps(kept_inputs(r.attributes))) for r in records)
     assert kept < received * at_most, (kept, received)
+
+
+def test_openinference_llm_spans_keep_only_what_was_new() -> None:
+    records = _records(protobuf_body(_openinference_spans()))
+    llm = [r for r in records if r.attributes.get("openinference.span.kind") == "LLM"]
+    kept = [kept_inputs(r.attributes) for r in llm]
+    roles = [
+        [v for k, v in sorted(attributes.items()) if k.startswith("llm.input_messages.")
+         and k.endswith(".message.role")]
+        for attributes in kept
+    ]  # fmt: skip
+    # The first run's model was given the question, then each tool's result; the second
+    # run's the new question; each the system prompt.
+    assert roles == [["system", "user"]] + [["system", "tool"]] * 3 + [["system", "user"]]
+    assert ["input.value" in attributes for attributes in kept] == [False] * 5
 
 
 def test_a_span_without_earlier_history_is_kept_as_received() -> None:
