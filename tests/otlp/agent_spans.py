@@ -16,6 +16,7 @@ ended them (children before parents):
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -205,6 +206,16 @@ def conversation_spans() -> list[ReadableSpan]:
     failed_turn(tracer)
     running_turn(tracer)
     return list(exporter.get_finished_spans())
+
+
+def shuffled_batches(
+    spans: Sequence[ReadableSpan], seed: int, size: int = 3
+) -> list[list[ReadableSpan]]:
+    """`spans` shuffled with `seed` and cut into batches of `size`: parents before or
+    after their children, a trace's root in any batch."""
+    shuffled = list(spans)
+    random.Random(seed).shuffle(shuffled)
+    return [shuffled[start : start + size] for start in range(0, len(shuffled), size)]
 
 
 def protobuf_body(spans: Sequence[ReadableSpan]) -> bytes:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import random
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from tests.otlp.agent_spans import (
     conversation_spans,
     json_body,
     protobuf_body,
+    shuffled_batches,
 )
 from tests.otlp.conftest import OtlpPoster
 from tests.test_page_facts import _kept, _recomputed
@@ -120,10 +120,8 @@ def test_resent_split_and_reordered_batches_land_once(poster: OtlpPoster) -> Non
     for seed in (1, 2, 3):
         models.Session.objects.all().delete()
         OtlpSpan.objects.all().delete()
-        shuffled = list(spans)
-        random.Random(seed).shuffle(shuffled)
-        for start in range(0, len(shuffled), 3):  # parents before or after children
-            assert poster.post(protobuf_body(shuffled[start : start + 3])).status_code == 200
+        for batch in shuffled_batches(spans, seed):
+            assert poster.post(protobuf_body(batch)).status_code == 200
         assert landed() == expected, seed
 
 

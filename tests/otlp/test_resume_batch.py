@@ -5,7 +5,6 @@ split, re-sent, reordered, a session's turns arriving in different requests."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from django.db import transaction
@@ -13,7 +12,7 @@ from django.db import transaction
 from sessions_app import models
 from sessions_app.otlp.models import OtlpSpan
 from sessions_app.store.resume import refresh_resume_status
-from tests.otlp.agent_spans import conversation_spans, protobuf_body
+from tests.otlp.agent_spans import conversation_spans, protobuf_body, shuffled_batches
 from tests.otlp.conftest import OtlpPoster
 from tests.test_page_facts import _kept, _recomputed
 
@@ -50,9 +49,7 @@ def test_kept_status_equals_the_full_recomputation_after_every_batch(
     for seed in (1, 2, 3):
         models.Session.objects.all().delete()
         OtlpSpan.objects.all().delete()
-        shuffled = list(spans)
-        random.Random(seed).shuffle(shuffled)
-        for start in range(0, len(shuffled), 3):  # parents before or after children
-            assert poster.post(protobuf_body(shuffled[start : start + 3])).status_code == 200
+        for batch in shuffled_batches(spans, seed):
+            assert poster.post(protobuf_body(batch)).status_code == 200
             _assert_recomputed()
         assert _kept_status() == verdicts, seed

@@ -7,7 +7,6 @@ a turn stopped by a person, a session the request did not create."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from sessions_app.live.payloads import turn_payload
 from sessions_app.otlp.decode import decode_request, spans_of
 from sessions_app.otlp.models import OtlpSpan
 from sessions_app.otlp.writer import store_spans
-from tests.otlp.agent_spans import OpenTurn, conversation_spans, protobuf_body
+from tests.otlp.agent_spans import OpenTurn, conversation_spans, protobuf_body, shuffled_batches
 
 
 def _store(spans: Any, key: ApiKey) -> None:
@@ -41,10 +40,8 @@ def test_written_turn_payloads_equal_the_stored_turns_after_every_batch() -> Non
     for seed in (1, 2, 3):
         models.Session.objects.all().delete()
         OtlpSpan.objects.all().delete()
-        shuffled = list(spans)
-        random.Random(seed).shuffle(shuffled)
-        for start in range(0, len(shuffled), 3):  # parents before or after children
-            _store(shuffled[start : start + 3], key)
+        for batch in shuffled_batches(spans, seed):
+            _store(batch, key)
     assert models.Session.objects.filter(tokens_input__gt=0).exists()
 
 
