@@ -7,8 +7,9 @@
   each once (calls and results by call id, other messages by role and text);
 - `turn_outcome`: running while no root span arrived; else completed, or failed with a
   failure code from ``error.type`` (`FAILURE_CODE_RE`, else ``agent_error``) and a stage
-  from the failing span's operation. Status descriptions and exception messages are
-  never read.
+  from the failing span's operation (under an OK root: a failed OpenInference tool that
+  ended the run, `openinference.tool_error_ending_run`). Status descriptions and
+  exception messages are never read.
 """
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ from sessions_app.otlp.messages import (
     output_messages,
     system_text,
 )
-from sessions_app.otlp.openinference import operation_of, tool_call_id, tool_input, tool_output
+from sessions_app.otlp.openinference import (
+    operation_of,
+    tool_call_id,
+    tool_error_ending_run,
+    tool_input,
+    tool_output,
+)
 from sessions_app.otlp.tool_pairs import pair_tool_spans
 
 __all__ = ["Draft", "Outcome", "Place", "place", "turn_drafts", "turn_outcome"]
@@ -427,8 +434,10 @@ def turn_outcome(spans: Sequence[SpanLike]) -> Outcome | None:
     if root is None:
         return None
     if root.status_code != ERROR_STATUS:
-        return Outcome("completed", "", "", "", root.end_at)
-    failing = [s for s in spans if s.status_code == ERROR_STATUS and s is not root]
-    origin = min(failing, key=lambda s: (s.end_at, s.span_id)) if failing else root
+        if (origin := tool_error_ending_run(spans)) is None:  # the Agents SDK's OK root
+            return Outcome("completed", "", "", "", root.end_at)
+    else:
+        failing = [s for s in spans if s.status_code == ERROR_STATUS and s is not root]
+        origin = min(failing, key=lambda s: (s.end_at, s.span_id)) if failing else root
     code = origin.attributes.get("error.type") or root.attributes.get("error.type")
     return Outcome("failed", "agent_error", failure_code_of(code), _stage(origin), root.end_at)

@@ -226,11 +226,11 @@ def _openinference(attributes: dict[str, Any], direction: str) -> list[Message]:
     for index in sorted(found):
         fields = found[index]
         message = Message(role=_role(fields.get("role")))
-        texts = [str(fields["content"])] if isinstance(fields.get("content"), str) else []
+        parts: dict[int, str] = {}  # contents.N text parts, read when content is absent
         calls: dict[int, dict[str, Any]] = {}
-        for key, value in sorted(fields.items()):
-            if _OI_TEXT.match(key) is not None and isinstance(value, str):
-                texts.append(value)
+        for key, value in fields.items():
+            if (part := _OI_TEXT.match(key)) is not None and isinstance(value, str):
+                parts[int(part.group(1))] = value
             if (call := _OI_CALL.match(key)) is not None:
                 calls.setdefault(int(call.group(1)), {})[call.group(2)] = value
         for _, call_fields in sorted(calls.items()):
@@ -241,7 +241,9 @@ def _openinference(attributes: dict[str, Any], direction: str) -> list[Message]:
                     arguments_object(call_fields.get("function.arguments")),
                 )
             )
-        message.text = "\n".join(texts)
+        content = fields.get("content")  # the whole text when sent with the parts too
+        whole = isinstance(content, str) and (content != "" or not parts)
+        message.text = str(content) if whole else "\n".join(parts[i] for i in sorted(parts))
         if message.role == "tool":
             message.results.append(
                 Result(

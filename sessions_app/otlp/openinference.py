@@ -8,16 +8,27 @@ carries ``tool.name``, its input as ``input.value`` and its output as ``output.v
 (LangChain's: the ``ToolMessage`` as JSON, ``{"type": "tool", "data": {"content",
 "tool_call_id", ...}}``, when the tool was run with the model's tool call). With its
 ``TraceConfig`` hiding inputs or outputs, those values read `HIDDEN`.
+
+The OpenAI Agents SDK's instrumentation (``openinference-instrumentation-openai-agents``)
+ends its root AGENT span (the SDK's trace) with status OK even when a tool's exception
+ended the run: `tool_error_ending_run` finds that tool span. A tool's exception that the
+SDK catches is given to the model as the tool's output: by default (``openai-agents``
+before 0.2x) its message after fixed words (`ERROR_OUTPUTS`), in the failed TOOL span's
+``output.value`` and in the next LLM span's input; `without_error_details` drops it
+before the span is kept (exception messages are never stored).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 from sessions_app.ingest.normalise import json_or_none
 
 __all__ = ["HIDDEN", "KIND_KEY", "carries_content", "operation_of", "tool_call_id",
-           "tool_input", "tool_output"]  # fmt: skip
+           "tool_error_ending_run", "tool_input", "tool_output",
+           "without_error_details"]  # fmt: skip
 
 KIND_KEY = "openinference.span.kind"
 #: The GenAI operation of each OpenInference span kind the mapping reads.
@@ -25,6 +36,27 @@ OPERATIONS = {"LLM": "chat", "TOOL": "execute_tool"}
 #: OpenInference's placeholder for a value its TraceConfig hides.
 HIDDEN = "__REDACTED__"
 INPUT, OUTPUT = "input.value", "output.value"
+ERROR_STATUS = 2  # OTLP's STATUS_CODE_ERROR
+#: The fixed words of the Agents SDK's default failure outputs (`default_tool_error_function`),
+#: each followed by the exception's message.
+ERROR_OUTPUTS = (
+    "An error occurred while running the tool. Please try again.",
+    "An error occurred while parsing tool arguments. Please try again with valid JSON.",
+)
+INPUT_MESSAGES = "llm.input_messages."
+
+
+class TimedSpan(Protocol):
+    """What `tool_error_ending_run` reads of a span (`mapping.SpanLike` has it)."""
+
+    span_id: str
+    start_at: datetime
+    end_at: datetime
+    status_code: int
+    attributes: dict[str, Any]
+
+
+Span = TypeVar("Span", bound=TimedSpan)
 
 
 def operation_of(attributes: dict[str, Any]) -> str:
@@ -78,3 +110,53 @@ def carries_content(attributes: dict[str, Any]) -> bool:
     if KIND_KEY not in attributes:
         return False
     return any(attributes.get(key) not in (None, "", HIDDEN) for key in (INPUT, OUTPUT))
+
+
+def tool_error_ending_run(spans: Sequence[Span]) -> Span | None:
+    """The first failed OpenInference TOOL span of a trace when no LLM span starts after
+    it ends (the run ended on the tool's error: the Agents SDK re-raises it with
+    ``failure_error_function=None``), else None (no failed tool, or its error was given
+    to the model, as the SDK does by default, and the run went on)."""
+    failed = [s for s in spans if s.status_code == ERROR_STATUS and _kind(s) == "TOOL"]
+    if not failed:
+        return None
+    first = min(failed, key=lambda s: (s.end_at, s.span_id))
+    if any(_kind(s) == "LLM" and s.start_at >= first.end_at for s in spans):
+        return None
+    return first
+
+
+def _kind(span: TimedSpan) -> Any:
+    return span.attributes.get(KIND_KEY)
+
+
+def without_error_details(attributes: dict[str, Any], status_code: int) -> dict[str, Any]:
+    """`attributes` without what may hold an exception's message (module docstring): a
+    failed TOOL span's ``output.value`` (the mapping stores its error's type instead);
+    of an LLM span's input, each message text starting with `ERROR_OUTPUTS` words cut to
+    them, and ``input.value`` when it holds such words. The same dict when nothing is
+    dropped (most spans: they are not OpenInference's)."""
+    kind = attributes.get(KIND_KEY)
+    if kind == "TOOL" and status_code == ERROR_STATUS and OUTPUT in attributes:
+        return {k: v for k, v in attributes.items() if k != OUTPUT}
+    if kind != "LLM":
+        return attributes
+    kept: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if key == INPUT and _holds_error_output(value):
+            continue
+        kept[key] = _fixed_words(value) if key.startswith(INPUT_MESSAGES) else value
+    return kept if kept != attributes else attributes
+
+
+def _holds_error_output(value: Any) -> bool:
+    return isinstance(value, str) and any(words in value for words in ERROR_OUTPUTS)
+
+
+def _fixed_words(value: Any) -> Any:
+    """`value` cut to the `ERROR_OUTPUTS` words it starts with, else `value`."""
+    if isinstance(value, str):
+        for words in ERROR_OUTPUTS:
+            if value.startswith(words):
+                return words
+    return value

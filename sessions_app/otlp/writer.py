@@ -53,6 +53,7 @@ from sessions_app.otlp.landing import (
 from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan
+from sessions_app.otlp.openinference import without_error_details
 from sessions_app.otlp.watched import messages
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
@@ -156,7 +157,11 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 fresh[record.trace_id][record.span_id] = record
         new_records = [record for new in fresh.values() for record in new.values()]
         for record, kept_values in zip(
-            new_records, keep_attributes([r.attributes for r in new_records]), strict=True
+            new_records,
+            keep_attributes(
+                [without_error_details(r.attributes, r.status_code) for r in new_records]
+            ),
+            strict=True,
         ):
             record.attributes = kept_values
         plans = [
