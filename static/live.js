@@ -6,7 +6,8 @@
 // - a turn or event the page already shows is not added twice (live and lazy events overlap);
 // - a turn's status on its <article> (its head is swapped), calls in flight when it ended shown
 //   as never answered;
-// - the indicator's Connecting / Reconnecting / refused states; todo-list changes as the
+// - the indicator's Connecting / Reconnecting / refused states, and following a session that
+//   was live and is gone (moved: its page redirects; deleted); todo-list changes as the
 //   agentops:todos-changed event (static/todos.js); composer notes for refused posts.
 // Without JavaScript the page is a plain, complete page (reload to update).
 (function () {
@@ -39,8 +40,29 @@
     return socket;
   };
 
+  // A session that was live here may be gone: an OpenTelemetry trace that moved into its
+  // conversation's session (its page now redirects there), or a deleted session (404).
+  // Its socket is then refused at the handshake, which the page only sees as an abnormal
+  // close: ask the page itself, at most every few seconds, and follow it.
+  var opened = false, lastCheck = 0;
+  bar.addEventListener("htmx:wsOpen", function () { opened = true; });
+
+  function followIfGone() {
+    if (!opened || !window.fetch || Date.now() - lastCheck < 5000) return;
+    lastCheck = Date.now();
+    fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (response) {
+        if (response.redirected || response.status === 404) {
+          setIndicator("refused", "This session moved or was deleted");
+          window.location.assign(response.redirected ? response.url : window.location.href);
+        }
+      })
+      .catch(function () { /* the server is away: the socket keeps retrying */ });
+  }
+
   bar.addEventListener("htmx:wsClose", function (e) {
     var code = e.detail.event.code;
+    if (code === 1006 || code === 4404) followIfGone();
     if (code === 4403 || code === 4404) {
       setIndicator("refused", "Not live: access refused (reload the page)");
       return;

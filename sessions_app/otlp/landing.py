@@ -132,6 +132,10 @@ class Landed:
     events: list[dict[str, Any]] = field(default_factory=list)
     #: The TurnPayloads of `turns`, by id (`watched.turn_payloads_written`).
     turn_payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The sessions a trace left (it moved into its conversation's session): their
+    #: watchers resume from the database (a session deleted as empty: its page reloads
+    #: into the one the trace moved to).
+    left: list[str] = field(default_factory=list)
 
 
 def land(
@@ -148,6 +152,7 @@ def land(
     for plan in plans:
         for old_session, old_turn in plan.moved_from:
             drop_turn(old_session, old_turn)
+            done.left.append(old_session)
         if plan.moved_from:  # its kept spans follow it (new ones are created in place)
             OtlpSpan.objects.filter(trace_id=plan.trace_id).update(
                 session_id=plan.session_id, turn_id=plan.turn_id

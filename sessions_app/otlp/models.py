@@ -8,7 +8,31 @@ one turn. All timestamps are aware UTC datetimes.
 
 from __future__ import annotations
 
+import re
+
 from django.db import models
+
+#: The id of the session a trace lands in while none of its spans names a conversation.
+OWN_SESSION_RE = re.compile(r"otlp-([0-9a-f]{32})")
+
+
+class OtlpSpanQuerySet(models.QuerySet["OtlpSpan"]):
+    """Queries of kept spans."""
+
+    def moved_from(self, session_id: str) -> str:
+        """The session the trace of `session_id` lands in now, when `session_id` is that
+        trace's own session (``otlp-<trace id>``) and the trace moved into its
+        conversation's session since (a later span named it); else "". One query."""
+        own = OWN_SESSION_RE.fullmatch(session_id)
+        if own is None:
+            return ""
+        found = (
+            self.filter(trace_id=own.group(1))
+            .exclude(session_id__in=("", session_id))
+            .values_list("session_id", flat=True)
+            .first()
+        )
+        return found or ""
 
 
 class OtlpSpan(models.Model):
@@ -40,6 +64,8 @@ class OtlpSpan(models.Model):
     received_at = models.DateTimeField()
     #: "span", "log" (a log record naming a trace) or "untraced log" (one without).
     kind = models.CharField(max_length=16, default="span")
+
+    objects = OtlpSpanQuerySet.as_manager()
 
     class Meta:
         constraints = [

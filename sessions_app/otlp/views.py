@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -109,6 +110,15 @@ def _token(request: HttpRequest) -> str:
     return ""
 
 
+def _declared_size(request: HttpRequest) -> int:
+    """The body's size its Content-Length says (0 when it says none), read before the
+    body itself: Django refuses to read one over DATA_UPLOAD_MAX_MEMORY_SIZE."""
+    try:
+        return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
+    except ValueError:
+        return 0
+
+
 def _traces(body: bytes, content_type: str) -> tuple[list[SpanRecord], int]:
     return spans_of(decode_request(body, content_type))
 
@@ -163,10 +173,16 @@ async def _receive(
     if key.read_only:
         return refusal(request, 403, f"key {key.prefix} is read-only: it cannot write")
     limit = settings.AGENTOPS_API_MAX_BODY_BYTES
-    if len(request.body) > limit:
-        return refusal(
-            request, 413, f"the body has {len(request.body)} bytes; the limit is {limit}"
-        )
+    size = _declared_size(request)
+    if size <= limit:
+        try:
+            size = len(request.body)
+        except RequestDataTooBig:  # no Content-Length, more than Django will read
+            return refusal(
+                request, 413, f"the body has more than {limit} bytes; the limit is {limit}"
+            )
+    if size > limit:
+        return refusal(request, 413, f"the body has {size} bytes; the limit is {limit}")
     try:
         body = decompress(
             request.body,

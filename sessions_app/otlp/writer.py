@@ -39,6 +39,7 @@ from sessions_app.ingest.reading import loads
 from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
+from sessions_app.live.payloads import RESYNC
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
@@ -66,7 +67,8 @@ _NEVER_KEPT = ("exception.", "otel.status_description", "error.message")
 class Received:
     """What a request did: spans accepted (new or already kept) and rejected, the first
     rejection's reason, and what to broadcast (new event ids, changed turn ids, the ids
-    of the turns it created, the new events' payloads and the changed turns')."""
+    of the turns it created, the new events' payloads and the changed turns', and the
+    sessions traces left: `landing.Landed`)."""
 
     accepted: int = 0
     rejected: int = 0
@@ -76,6 +78,7 @@ class Received:
     created: list[str] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     turn_payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    left: list[str] = field(default_factory=list)
 
     def refuse(self, count: int, reason: str) -> None:
         """Count `count` spans as rejected for `reason` (the first reason is kept)."""
@@ -188,7 +191,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 done.accepted += len(plan.fresh)
         landed = land(accepted, sessions, turns, now)
     done.new_events, done.turns, done.created = landed.new_events, landed.turns, landed.created
-    done.events, done.turn_payloads = landed.events, landed.turn_payloads
+    done.events, done.turn_payloads, done.left = landed.events, landed.turn_payloads, landed.left
     return done
 
 
@@ -249,12 +252,15 @@ async def abandon_silent_turns(found: dict[str, list[str]] | None = None) -> lis
 async def receive(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     """`store_spans`, then broadcast to watchers, in order: the turns it created (a new
     turn reaches them before its events), the new events, then the other changed turns
-    (their status and event count). The events' and turns' payloads come from the write
-    itself (`watched`). Then end the silent turns
+    (their status and event count), and a resync to the sessions a trace left (their
+    watchers resume from the database). The events' and turns' payloads come from the
+    write itself (`watched`). Then end the silent turns
     (`abandon_silent_turns`) of any trace."""
     done, silent = await sync_to_async(_store_and_find_silent)(records, key)
-    if done.turns:
-        await post_all(messages(done.created, done.turns, done.events, done.turn_payloads))
+    if done.turns or done.left:
+        sent = messages(done.created, done.turns, done.events, done.turn_payloads)
+        left = dict.fromkeys(done.left)
+        await post_all([*sent, *((session_id, {"type": RESYNC}) for session_id in left)])
     if silent:
         await abandon_silent_turns(silent)
     return done

@@ -14,8 +14,8 @@ from typing import cast
 from django.conf import settings
 from django.core.paginator import Paginator
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
-from django.http import HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 
@@ -24,10 +24,11 @@ from sessions_app.http import HtmxHttpRequest
 from sessions_app.live import views as live_views
 from sessions_app.live.runs import run_by_dashboard
 from sessions_app.models import Event, Session, Turn, TurnQuerySet
+from sessions_app.otlp.models import OtlpSpan
 from sessions_app.pages import presenters
 from sessions_app.pages.rendering import pretty_json
 from sessions_app.projector import load_outcomes
-from sessions_app.roles import can_record_outcomes
+from sessions_app.roles import can_record_outcomes, can_view
 from sessions_app.search.numbers import TokenTotals, session_token_totals, with_turn_tokens
 from sessions_app.values import UNTIMED_FORMATS
 
@@ -55,9 +56,18 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
 
     The timeline shows the newest page of turns by default; each turn's events load lazily
     (htmx, on reveal) from `turn_events`. An htmx request aimed at `#timeline` gets only
-    the `timeline` partial. Raises Http404 for a session the user may not see.
+    the `timeline` partial. Raises Http404 for a session the user may not see. The
+    session an OTLP trace had of its own until a later span named its conversation
+    redirects to the session the trace moved into (a watcher of the running turn reloads
+    into it).
     """
-    session = get_session_for_user(request, session_id)
+    try:
+        session = get_session_for_user(request, session_id)
+    except Http404:
+        moved = OtlpSpan.objects.moved_from(session_id) if can_view(request.user) else ""
+        if moved:
+            return redirect("sessions:detail", moved)
+        raise
     turns = with_turn_tokens(cast(TurnQuerySet, turns_with_event_counts(session)))
     paginator = Paginator(turns, settings.AGENTOPS_TURNS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page") or paginator.num_pages)

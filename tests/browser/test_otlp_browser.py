@@ -1,6 +1,7 @@
 """OTLP spans of a running turn, sent by the SDK's OTLP/HTTP exporter in three batches,
 appear live on the session page in Chromium: the question and the tool call, then the
-tool's result, then the answer, each without a reload, the turn running throughout."""
+tool's result, then the answer, each without a reload, the turn running throughout; a
+watched trace that moves into its conversation's session takes the page along."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import pytest
 from django.contrib.auth.models import User
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from playwright.sync_api import Browser, Page
 
 from sessions_app.api.keys import create_key
 from tests.browser.test_live_browser import LAST, _sign_in
 from tests.live.helpers import DaphneServer
-from tests.otlp.agent_spans import OpenTurn
+from tests.otlp.agent_spans import OpenTurn, ok_turn, provider
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -67,3 +69,31 @@ def test_three_otlp_batches_of_a_running_turn_appear_live(
         _wait_for_text(page, "The slow tool is done.")
         assert page.locator(LAST + " .tool-call").count() == 1
         assert page.locator(LAST + " .event-count").get_attribute("data-count") == "4"
+
+
+def test_a_watched_trace_that_moves_into_its_conversation_takes_the_page_along(
+    browser: Browser, operator_user: User
+) -> None:
+    """A running turn's children arrive first (no span names the conversation: the trace
+    has a session of its own, ``otlp-<trace id>``), watched; then its root names the
+    conversation and the trace moves: the page, told to resume, finds its session gone
+    and reloads into the conversation's session, which shows the turn."""
+    key = create_key("browser-otlp-moved").key
+    exporter_spans = InMemorySpanExporter()
+    ok_turn(provider(exporter_spans).get_tracer("tests.browser.moved"), conversation="conv-moving")
+    spans = list(exporter_spans.get_finished_spans())
+    children, root = spans[:-1], spans[-1]
+    own = f"otlp-{root.context.trace_id:032x}"
+    with DaphneServer({"REDIS_URL": ""}) as server:
+        exporter = OTLPSpanExporter(
+            endpoint=f"{server.url}/v1/traces", headers={"Authorization": f"Bearer {key}"}
+        )
+        assert exporter.export(children) is SpanExportResult.SUCCESS
+        page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+        _sign_in(page, server.url, operator_user)
+        page.goto(f"{server.url}/sessions/{own}/")
+        page.wait_for_selector(".live-indicator[data-state=live]")
+        assert exporter.export([root]) is SpanExportResult.SUCCESS
+        page.wait_for_url(f"{server.url}/sessions/conv-moving/", timeout=15_000)
+        page.wait_for_selector(".live-indicator[data-state=live]")
+        assert page.locator("article.turn").count() == 1

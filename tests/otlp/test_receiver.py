@@ -198,6 +198,20 @@ def test_oversized_and_bomb_bodies_get_413(poster: OtlpPoster) -> None:
     assert not OtlpSpan.objects.exists()
 
 
+def test_a_body_over_djangos_own_upload_limit_gets_the_otlp_413(poster: OtlpPoster) -> None:
+    # As settings.py sets them: Django refuses to read a body over its upload limit
+    # (a plain HTML 400) from the same size on as the API's limit.
+    body = protobuf_body(conversation_spans())
+    limit = len(body) - 10
+    with override_settings(AGENTOPS_API_MAX_BODY_BYTES=limit, DATA_UPLOAD_MAX_MEMORY_SIZE=limit):
+        for path in ("/v1/traces", "/v1/logs"):
+            response = poster.post(body, path=path)
+            assert response.status_code == 413, response.content
+            assert response["Content-Type"] == "application/x-protobuf"
+            assert f"the limit is {limit}" in _status(response)
+    assert not OtlpSpan.objects.exists()
+
+
 def test_keys_no_key_401_read_only_403_basic_on_the_langfuse_path(
     poster: OtlpPoster, reader: OtlpPoster
 ) -> None:
