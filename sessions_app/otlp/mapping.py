@@ -370,7 +370,8 @@ _BY_TIME = itemgetter(0, 1, 2)
 
 def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[Draft]:
     """The events of a turn made of `spans` (and the `extra` drafts of its log records,
-    `log_mapping`), in time order, each once."""
+    `log_mapping`), in time order, each once: a call on the first model message that
+    carries it (also when the tool span that ran it started before that message ended)."""
     candidates: list[tuple[datetime, datetime, int, Draft]] = [
         (d.at, d.at, n, d) for n, d in enumerate(extra)
     ]
@@ -387,7 +388,8 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
         candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]
     candidates.sort(key=_BY_TIME)  # then by number: equal times keep their order
     pair_tool_spans([d for *_, d in candidates])
-    seen_calls: set[str] = set()
+    carried = {c["id"] for *_, d in candidates if d.key[-5:] != ":call" for c in d.tool_calls}
+    seen_calls = set(carried)
     seen_results: set[str] = set()
     seen_text: set[tuple[str, str]] = set()
     drafts: list[Draft] = []
@@ -401,9 +403,12 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
             continue
         # An event of usage alone (a model request whose text was not sent) is kept.
         usage_alone = not draft.text and not draft.tool_calls and draft.usage is not None
-        if draft.tool_calls:  # most drafts have none
+        if draft.tool_calls and draft.key.endswith(":call"):  # a tool span's
             draft.tool_calls = [c for c in draft.tool_calls if c["id"] not in seen_calls]
             seen_calls.update(c["id"] for c in draft.tool_calls)
+        elif draft.tool_calls:  # the first message carrying a call keeps it
+            draft.tool_calls = [c for c in draft.tool_calls if c["id"] in carried]
+            carried.difference_update(c["id"] for c in draft.tool_calls)
         signature = (draft.role, draft.text)
         if draft.text and signature in seen_text and not draft.tool_calls:
             continue
