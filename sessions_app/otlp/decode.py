@@ -96,22 +96,22 @@ def decompress(body: bytes, encoding: str, limit: int) -> bytes:
     raise BadBody(400, f"the body is not valid {encoding} data")
 
 
-def _hex_to_base64(value: Any, size: int, where: str) -> Any:
+def _hex_to_base64(value: Any, where: str) -> Any:
+    """A JSON body's hex id as the base64 that `json_format` reads; BadBody when it is not
+    hex (its length is checked per span, `spans_of`)."""
     if not isinstance(value, str) or value == "":
         return value
     try:
         raw = bytes.fromhex(value)
     except ValueError:
         raise BadBody(400, f"{where} {value[:40]!r} is not hex") from None
-    if len(raw) != size:
-        raise BadBody(400, f"{where} {value[:40]!r} is not {size} bytes")
+    # An id of the wrong length rejects its span alone (`spans_of`), as in protobuf.
     return base64.b64encode(raw).decode()
 
 
-#: Where a JSON body keeps its records, and their id fields with their sizes in bytes.
-_SPAN_IDS = ("resourceSpans", "scopeSpans", "spans",
-             (("traceId", 16), ("spanId", 8), ("parentSpanId", 8)))  # fmt: skip
-LOG_IDS = ("resourceLogs", "scopeLogs", "logRecords", (("traceId", 16), ("spanId", 8)))
+#: Where a JSON body keeps its records, and their id fields.
+_SPAN_IDS = ("resourceSpans", "scopeSpans", "spans", ("traceId", "spanId", "parentSpanId"))
+LOG_IDS = ("resourceLogs", "scopeLogs", "logRecords", ("traceId", "spanId"))
 
 
 def _ids_to_base64(document: Any, layout: tuple[Any, ...] = _SPAN_IDS) -> None:
@@ -121,14 +121,14 @@ def _ids_to_base64(document: Any, layout: tuple[Any, ...] = _SPAN_IDS) -> None:
             for record in _list(scope, inner):
                 if not isinstance(record, dict):
                     continue
-                for key, size in ids:
+                for key in ids:
                     if key in record:
-                        record[key] = _hex_to_base64(record[key], size, key)
+                        record[key] = _hex_to_base64(record[key], key)
                 for link in _list(record, "links"):
                     if isinstance(link, dict):
-                        for key, size in (("traceId", 16), ("spanId", 8)):
+                        for key in ("traceId", "spanId"):
                             if key in link:
-                                link[key] = _hex_to_base64(link[key], size, f"link {key}")
+                                link[key] = _hex_to_base64(link[key], f"link {key}")
 
 
 def _list(value: Any, key: str) -> list[Any]:

@@ -203,5 +203,5 @@ async def _receive(
         logger.warning("OTLP batch not stored: the database is busy", exc_info=True)
         return refusal(request, 503, "the database is busy; retry", retry_after=1)
     rejected = done.rejected + bad
-    reason = done.reason or f"{bad} {noun} have ids of the wrong length"
+    reason = done.reason or f"{bad} {noun} have trace or span ids of the wrong length or all zero"
     return _encoded(request, answer_of(rejected, reason), 200)

@@ -290,3 +290,19 @@ def test_landed_sessions_keep_their_page_facts(poster: OtlpPoster) -> None:
     for session_id in sessions:
         assert _kept(session_id) == _recomputed(session_id), session_id
     assert any(_kept(session_id)["tokens"] != (0, 0, 0) for session_id in sessions)
+
+
+@pytest.mark.parametrize("bad_trace_id", ["abcdef", "00" * 16])
+def test_spans_with_bad_ids_are_rejected_alone_in_both_encodings(
+    poster: OtlpPoster, bad_trace_id: str
+) -> None:
+    spans = conversation_spans()
+    document = json.loads(json_body(spans))
+    listed = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    listed[0]["traceId"] = bad_trace_id
+    response = poster.post(json.dumps(document).encode(), "application/json")
+    assert response.status_code == 200, response.content
+    answer = json.loads(response.content)["partialSuccess"]
+    assert answer["rejectedSpans"] == "1"
+    assert "wrong length or all zero" in answer["errorMessage"]
+    assert OtlpSpan.objects.count() == len(spans) - 1
