@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -40,8 +41,10 @@ _TITLES = {
     409: "Conflict",
     412: "Precondition failed",
     413: "Content too large",
+    415: "Unsupported media type",
     422: "Unprocessable content",
     428: "Precondition required",
+    429: "Too many requests",
     500: "Internal server error",
     503: "Service unavailable",
 }
@@ -70,7 +73,7 @@ def problem_response(
     """A problem+json response (RFC 9457) with `extra` as extension members."""
     body = {
         "type": f"urn:agentops:problem:{slug}",
-        "title": _TITLES.get(status, "Error"),
+        "title": _TITLES.get(status) or HTTPStatus(status).phrase,
         "status": status,
         "detail": detail,
         "instance": request.path if request is not None else "",

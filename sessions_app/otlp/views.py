@@ -169,7 +169,10 @@ async def _receive(
     token = _token(request)
     key: ApiKey | None = await sync_to_async(find_key)(token) if token else None
     if key is None:
-        return refusal(request, 401, "send a valid, unrevoked API key as Authorization: Bearer")
+        how = "Authorization: Bearer"
+        if request.path.startswith("/api/public/otel/"):
+            how += ", or as the password of HTTP Basic auth"
+        return refusal(request, 401, f"send a valid, unrevoked API key as {how}")
     if key.read_only:
         return refusal(request, 403, f"key {key.prefix} is read-only: it cannot write")
     limit = settings.AGENTOPS_API_MAX_BODY_BYTES

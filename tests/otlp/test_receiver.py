@@ -225,6 +225,11 @@ def test_keys_no_key_401_read_only_403_basic_on_the_langfuse_path(
     response = poster.post(body, path="/api/public/otel/v1/traces", Authorization=basic)
     assert response.status_code == 200
     assert models.Session.objects.count() == 2
+    wrong = "Basic " + base64.b64encode(b"pk-anything:ao_nope_nope").decode()
+    refused = poster.post(body, path="/api/public/otel/v1/traces", Authorization=wrong)
+    assert refused.status_code == 401 and "password of HTTP Basic auth" in _status(refused)
+    xml = poster.post(b"<xml/>", "text/xml")
+    assert (xml.status_code, xml.json()["title"]) == (415, "Unsupported media type")
 
 
 def test_a_key_limited_to_other_apps_gets_partial_success(db: None) -> None:
