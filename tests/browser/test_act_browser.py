@@ -11,8 +11,9 @@ from playwright.sync_api import Page
 from pytest_django.live_server_helper import LiveServer
 
 from sessions_app.demo import load_demo
-from sessions_app.models import Event, ToolOutcome
+from sessions_app.models import Event, Session, ToolOutcome
 from tests.browser.conftest import sign_in
+from tests.factories import make_session
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -79,6 +80,9 @@ def test_no_page_is_wider_than_the_screen(
     page: Page, live_server: LiveServer, admin_user: User, screenshot_dir: Path, width: int
 ) -> None:
     load_demo()
+    # A title of one unbroken word (a pasted blob as the first message) wraps.
+    make_session("blob-title")
+    Session.objects.filter(pk="blob-title").update(title="B" * 300)
     page.set_viewport_size({"width": width, "height": 900})
     sign_in(page, live_server, admin_user.username, "pw-" + admin_user.username)
     for number, path in enumerate(PAGES):
