@@ -71,12 +71,10 @@ from sessions_app import models
 from sessions_app.api.keys import create_key
 from sessions_app.otlp.landing import STATE_KEY
 from tests.live.helpers import DaphneServer
-from tests.otlp.rows import EventRow, event_rows
+from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, turn_rows
 from tests.test_redaction_shapes import database_text
 
 SECRET = "the-tool-exception-text-oa52"
-MODEL = "fake-weather-1"
-SYSTEM = "Answer in one line."
 
 
 def calling(city: str, call_id: str) -> ResponseFunctionToolCall:
@@ -210,16 +208,6 @@ def _traced(server: DaphneServer, key: str) -> Callable[[], None]:
     return done
 
 
-def _events(turn: models.Turn) -> list[EventRow]:
-    return event_rows(turn_id=turn.id)
-
-
-def _tokens(event: models.Event) -> tuple[int, int] | None:
-    """An event's (prompt, completion) tokens, None without usage."""
-    usage = event.usage
-    return (usage["prompt_tokens"], usage["completion_tokens"]) if usage else None
-
-
 def _run(
     agent: Agent[Any],
     session_id: str,
@@ -268,49 +256,11 @@ def test_openai_agents_instrumentation_lands_as_a_session(operator_client: Clien
         finally:
             done()
 
-    session = models.Session.objects.get(pk="oa-conv")
-    assert (session.app_name, session.model, session.title) == (
-        "oa-app",
-        MODEL,
-        "Weather in Paris?",
-    )
-    turns = list(models.Turn.objects.filter(session=session).order_by("started_at"))
-    assert [(t.status, t.id.startswith("oa-conv/")) for t in turns] == [("completed", True)] * 2
-    call = "call_paris"
-    assert _events(turns[0]) == [
-        ("system", SYSTEM, [], ""),
-        ("user", "Weather in Paris?", [], ""),
-        ("assistant", "", [call], ""),
-        ("tool", "", [], call),
-        ("assistant", "It is sunny in Paris.", [], ""),
-    ]
-    assert _events(turns[1]) == [  # its history (the first run) is not stored again
-        ("system", SYSTEM, [], ""),
-        ("user", "And in Rome?", [], ""),
-        ("assistant", "Rome is sunny too.", [], ""),
-    ]
-    asking = models.Event.objects.get(turn_id=turns[0].id, role="assistant", text="")
-    assert asking.tool_calls == [
-        {"id": call, "name": "get_weather", "arguments": {"city": "Paris"}}
-    ]
-    result = models.Event.objects.get(turn_id=turns[0].id, role="tool")
-    assert result.tool_response == {
-        "tool_call_id": call,
-        "name": "get_weather",
-        "result": "sunny in Paris",
-    }
-    used = list(models.Event.objects.filter(session=session, usage__isnull=False).order_by("id"))
-    assert [(e.text, _tokens(e)) for e in used] == [  # each model call's, on its last output
-        ("", (12, 5)),
-        ("It is sunny in Paris.", (30, 7)),
-        ("Rome is sunny too.", (41, 6)),
-    ]
-    assert {(e.usage or {})["details"].get("model") for e in used} == {MODEL}
-    assert session.protocol_issue_count == 0
+    assert_two_weather_runs("oa-conv", "oa-app")
 
     caught_turn = models.Turn.objects.get(session_id="oa-caught")
     assert caught_turn.status == "completed"  # the SDK gave the tool's error to the model
-    assert _events(caught_turn) == [
+    assert turn_rows(caught_turn) == [
         ("system", SYSTEM, [], ""),
         ("user", "Weather in Oslo?", [], ""),
         ("assistant", "", ["call_oslo"], ""),
@@ -332,7 +282,7 @@ def test_openai_agents_instrumentation_lands_as_a_session(operator_client: Clien
         "agent_error",  # no exception class in the spans (only in a status description)
         "tool",
     )
-    assert _events(failed) == [
+    assert turn_rows(failed) == [
         ("system", SYSTEM, [], ""),
         ("user", "Weather in Bern?", [], ""),
         ("assistant", "", ["call_bern"], ""),

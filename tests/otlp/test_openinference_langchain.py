@@ -47,12 +47,10 @@ from sessions_app import models
 from sessions_app.api.keys import create_key
 from sessions_app.otlp.landing import STATE_KEY
 from tests.live.helpers import DaphneServer
-from tests.otlp.rows import EventRow, event_rows
+from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, tokens_of, turn_rows
 from tests.test_redaction_shapes import database_text
 
 SECRET = "the-tool-exception-text-oi41"
-MODEL = "fake-weather-1"
-SYSTEM = "Answer in one line."
 
 
 class RateLimitError(Exception):
@@ -157,16 +155,6 @@ def _traced(
     return done
 
 
-def _events(turn: models.Turn) -> list[EventRow]:
-    return event_rows(turn_id=turn.id)
-
-
-def _tokens(event: models.Event) -> tuple[int, int] | None:
-    """An event's (prompt, completion) tokens, None without usage."""
-    usage = event.usage
-    return (usage["prompt_tokens"], usage["completion_tokens"]) if usage else None
-
-
 @pytest.mark.django_db(transaction=True)
 def test_openinference_langchain_instrumentation_lands_as_a_session(
     operator_client: Client,
@@ -202,45 +190,7 @@ def test_openinference_langchain_instrumentation_lands_as_a_session(
         finally:
             done()
 
-    session = models.Session.objects.get(pk="oi-conv")
-    assert (session.app_name, session.model, session.title) == (
-        "oi-app",
-        MODEL,
-        "Weather in Paris?",
-    )
-    turns = list(models.Turn.objects.filter(session=session).order_by("started_at"))
-    assert [(t.status, t.id.startswith("oi-conv/")) for t in turns] == [("completed", True)] * 2
-    call = "call_paris"
-    assert _events(turns[0]) == [
-        ("system", SYSTEM, [], ""),
-        ("user", "Weather in Paris?", [], ""),
-        ("assistant", "", [call], ""),
-        ("tool", "", [], call),
-        ("assistant", "It is sunny in Paris.", [], ""),
-    ]
-    assert _events(turns[1]) == [  # its history (the first run) is not stored again
-        ("system", SYSTEM, [], ""),
-        ("user", "And in Rome?", [], ""),
-        ("assistant", "Rome is sunny too.", [], ""),
-    ]
-    calling = models.Event.objects.get(turn_id=turns[0].id, role="assistant", text="")
-    assert calling.tool_calls == [
-        {"id": call, "name": "get_weather", "arguments": {"city": "Paris"}}
-    ]
-    result = models.Event.objects.get(turn_id=turns[0].id, role="tool")
-    assert result.tool_response == {
-        "tool_call_id": call,
-        "name": "get_weather",
-        "result": "sunny in Paris",
-    }
-    used = list(models.Event.objects.filter(session=session, usage__isnull=False).order_by("id"))
-    assert [(e.text, _tokens(e)) for e in used] == [  # each model call's, on its last output
-        ("", (12, 5)),
-        ("It is sunny in Paris.", (30, 7)),
-        ("Rome is sunny too.", (41, 6)),
-    ]
-    assert {(e.usage or {})["details"].get("model") for e in used} == {MODEL}
-    assert session.protocol_issue_count == 0
+    assert_two_weather_runs("oi-conv", "oi-app")
 
     failed = models.Turn.objects.get(session_id="oi-fail")
     assert (failed.status, failed.reason, failed.failure_code, failed.failure_stage) == (
@@ -249,7 +199,7 @@ def test_openinference_langchain_instrumentation_lands_as_a_session(
         "connection_error",
         "tool",
     )
-    assert _events(failed) == [
+    assert turn_rows(failed) == [
         ("user", "Weather in Oslo?", [], ""),
         ("assistant", "", ["call_oslo"], ""),
         ("tool", "", [], "call_oslo"),  # the tool span's error answers the model's call
@@ -267,7 +217,7 @@ def test_openinference_langchain_instrumentation_lands_as_a_session(
         f"{__name__}.rate_limit_error",  # the SDK records the class's qualified name
         "provider",
     )
-    assert _events(refused) == [("user", "Weather in Bern?", [], "")]
+    assert turn_rows(refused) == [("user", "Weather in Bern?", [], "")]
     assert SECRET not in database_text()
     pages = {
         session_id: operator_client.get(reverse("sessions:detail", args=[session_id]))
@@ -291,7 +241,7 @@ def test_openinference_langchain_instrumentation_lands_as_a_session(
     events = list(models.Event.objects.filter(turn_id=turn.id).order_by("id"))
     span_call = events[1].tool_calls[0]["id"]  # the tool's output (and its id) is hidden
     assert span_call.startswith("span-")
-    assert [(e.role, e.tool_calls, e.tool_response, _tokens(e)) for e in events] == [
+    assert [(e.role, e.tool_calls, e.tool_response, tokens_of(e)) for e in events] == [
         ("assistant", [], None, (8, 3)),  # a model call's usage alone
         ("assistant", [{"id": span_call, "name": "get_weather", "arguments": {}}], None, None),
         (
