@@ -19,19 +19,25 @@ from django.utils.decorators import sync_and_async_middleware
 
 from sessions_app.api.problems import problem_response
 
-__all__ = ["api_body_limit"]
+__all__ = ["api_body_limit", "declared_length"]
 
 Handler = Callable[[HttpRequest], HttpResponse] | Callable[[HttpRequest], Awaitable[HttpResponse]]
+
+
+def declared_length(request: HttpRequest) -> int:
+    """The body's size its Content-Length says (0 when it says none), read before the
+    body itself: Django refuses to read one over DATA_UPLOAD_MAX_MEMORY_SIZE."""
+    try:
+        return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
+    except ValueError:
+        return 0
 
 
 def _too_large(request: HttpRequest) -> HttpResponse | None:
     if not request.path.startswith("/api/"):
         return None
     limit = settings.AGENTOPS_API_MAX_BODY_BYTES
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
+    length = declared_length(request)
     if length <= limit:
         return None
     return problem_response(

@@ -36,6 +36,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from sessions_app.api.keys import find_key
+from sessions_app.api.middleware import declared_length
 from sessions_app.api.models import ApiKey
 from sessions_app.api.problems import problem_response
 from sessions_app.otlp.decode import (
@@ -110,15 +111,6 @@ def _token(request: HttpRequest) -> str:
     return ""
 
 
-def _declared_size(request: HttpRequest) -> int:
-    """The body's size its Content-Length says (0 when it says none), read before the
-    body itself: Django refuses to read one over DATA_UPLOAD_MAX_MEMORY_SIZE."""
-    try:
-        return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
-    except ValueError:
-        return 0
-
-
 def _traces(body: bytes, content_type: str) -> tuple[list[SpanRecord], int]:
     return spans_of(decode_request(body, content_type))
 
@@ -176,7 +168,7 @@ async def _receive(
     if key.read_only:
         return refusal(request, 403, f"key {key.prefix} is read-only: it cannot write")
     limit = settings.AGENTOPS_API_MAX_BODY_BYTES
-    size = _declared_size(request)
+    size = declared_length(request)
     if size <= limit:
         try:
             size = len(request.body)
