@@ -86,11 +86,15 @@ class Received:
         self.reason = self.reason or reason
 
 
-def keep_attributes(many: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Of each of `many`, the attributes that may be kept, redacted like imports: with
-    one prefilter pass over all of them (`redaction.redact_values`); a model span's
-    input without the earlier history the mapping never reads (`history.kept_inputs`)."""
-    kept = [kept_inputs(_keepable(attributes)) for attributes in many]
+def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
+    """Of each of `records`, the attributes that may be kept, redacted like imports: with
+    one prefilter pass over all of them (`redaction.redact_values`); without what may
+    hold an error's message (`_NEVER_KEPT`, `openinference.without_error_details`); a
+    model span's input without the earlier history the mapping never reads
+    (`history.kept_inputs`)."""
+    kept = [
+        kept_inputs(_keepable(without_error_details(r.attributes, r.status_code))) for r in records
+    ]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)
 
@@ -159,13 +163,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
             else:
                 fresh[record.trace_id][record.span_id] = record
         new_records = [record for new in fresh.values() for record in new.values()]
-        for record, kept_values in zip(
-            new_records,
-            keep_attributes(
-                [without_error_details(r.attributes, r.status_code) for r in new_records]
-            ),
-            strict=True,
-        ):
+        for record, kept_values in zip(new_records, keep_attributes(new_records), strict=True):
             record.attributes = kept_values
         plans = [
             plan_trace(
