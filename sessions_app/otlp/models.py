@@ -12,8 +12,14 @@ import re
 
 from django.db import models
 
-#: The id of the session a trace lands in while none of its spans names a conversation.
-OWN_SESSION_RE = re.compile(r"otlp-([0-9a-f]{32})")
+_OWN_SESSION_PREFIX = "otlp-"
+_OWN_SESSION_RE = re.compile(re.escape(_OWN_SESSION_PREFIX) + "([0-9a-f]{32})")
+
+
+def own_session_id(trace_id: str) -> str:
+    """The id of the session a trace lands in while none of its spans names a
+    conversation (`OtlpSpanQuerySet.moved_from` reads the trace id back out of it)."""
+    return _OWN_SESSION_PREFIX + trace_id
 
 
 class OtlpSpanQuerySet(models.QuerySet["OtlpSpan"]):
@@ -23,7 +29,7 @@ class OtlpSpanQuerySet(models.QuerySet["OtlpSpan"]):
         """The session the trace of `session_id` lands in now, when `session_id` is that
         trace's own session (``otlp-<trace id>``) and the trace moved into its
         conversation's session since (a later span named it); else "". One query."""
-        own = OWN_SESSION_RE.fullmatch(session_id)
+        own = _OWN_SESSION_RE.fullmatch(session_id)
         if own is None:
             return ""
         found = (

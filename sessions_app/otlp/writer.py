@@ -53,7 +53,7 @@ from sessions_app.otlp.landing import (
 )
 from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.messages import has_key_prefix
-from sessions_app.otlp.models import OtlpSpan
+from sessions_app.otlp.models import OtlpSpan, own_session_id
 from sessions_app.otlp.openinference import without_error_details
 from sessions_app.otlp.watched import messages
 
@@ -116,7 +116,7 @@ def _short(value: str, limit: int) -> str:
 def session_id_for(key: str, trace_id: str) -> str:
     """The session id for a session key ("" = the trace's own session)."""
     if not key:
-        return f"otlp-{trace_id}"
+        return own_session_id(trace_id)
     key = key.strip()
     if session_id_problem(key) is None:
         return key
