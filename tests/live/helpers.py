@@ -15,18 +15,45 @@ import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from asgiref.sync import ThreadSensitiveContext
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
-from django.test import Client
+from django.test import AsyncClient, Client
 
 from agentops.asgi import application
 from agentops.runtime.model import Content, Event, FinishReason, Role
+from sessions_app import live
+
+if TYPE_CHECKING:
+    from django.test.client import _MonkeyPatchedASGIResponse
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+class PageClient(AsyncClient):
+    """AsyncClient whose requests run in a ThreadSensitiveContext, as Django's ASGIHandler
+    (daphne) runs them; without it sync middleware would hold asgiref's single thread
+    while the view waits for the turn, which needs that thread too.
+
+    A turn started through it runs on the test's event loop, which outlives the request
+    (as daphne's does): wait for it with `turns_idle`. Never start a turn with the sync
+    `Client`: its event loop closes with the response and cancels the turn mid-run."""
+
+    async def request(self, **request: Any) -> _MonkeyPatchedASGIResponse:
+        async with ThreadSensitiveContext():
+            return await super().request(**request)
+
+
+async def turns_idle(session_id: str, seconds: float = 20) -> None:
+    """Wait until no turn of `session_id` runs in this process (TimeoutError after
+    `seconds`)."""
+    async with asyncio.timeout(seconds):
+        while live.running_turn_ids(session_id):
+            await asyncio.sleep(0.05)
 
 
 def session_cookie(user: User) -> str:

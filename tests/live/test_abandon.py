@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -23,6 +24,7 @@ from sessions_app.models import Session, Turn
 from sessions_app.store import DjangoSessionService
 from sessions_app.store.owner import HOST, owner_gone, pid_alive, renew_leases
 from tests.factories import add_unanswered_call, make_session
+from tests.live.helpers import PageClient, turns_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -125,20 +127,26 @@ def test_page_load_leaves_a_turn_with_a_live_owner_alone(admin_client: Client) -
     assert (turn.status, turn.reason) == ("interrupted", "abandoned")
 
 
-def test_a_turn_whose_owner_is_gone_does_not_block_a_new_message(admin_client: Client) -> None:
-    make_session("s-block", turns=1, statuses=["running"])
-    turn = Turn.objects.get(session_id="s-block")
+async def test_a_turn_whose_owner_is_gone_does_not_block_a_new_message(admin_user: User) -> None:
+    await sync_to_async(make_session)("s-block", turns=1, statuses=["running"])
+    turn = await Turn.objects.aget(session_id="s-block")
     # Recent activity, so not stuck: before owners were recorded this refused with 409.
-    Turn.objects.filter(pk=turn.pk).update(started_at=timezone.now())
-    _own(turn, pid=_dead_pid())
-    response = admin_client.post(
+    await Turn.objects.filter(pk=turn.pk).aupdate(started_at=timezone.now())
+    await sync_to_async(_own)(turn, pid=_dead_pid())
+    client = PageClient()
+    await sync_to_async(client.force_login)(admin_user)
+    response = await client.post(
         reverse("sessions:run_turn", args=["s-block"]),
         {"message": "please fail"},
-        HTTP_ACCEPT="application/json",
+        headers={"Accept": "application/json"},
     )
     assert response.status_code == 202, response.content
-    turn.refresh_from_db()
+    # The new turn runs to its end (the demo's "fail": a provider failure) on this loop.
+    await turns_idle("s-block")
+    await turn.arefresh_from_db()
     assert (turn.status, turn.reason) == ("interrupted", "abandoned")
+    new = await Turn.objects.aget(pk=response.json()["turn_id"])
+    assert new.status == "failed"
 
 
 def test_owner_gone_rules() -> None:

@@ -5,41 +5,20 @@ from the page records the decision and starts the continuation turn in this proc
 
 from __future__ import annotations
 
-import asyncio
-from typing import TYPE_CHECKING, Any
-
 import pytest
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
-from django.test import AsyncClient
 from django.urls import reverse
 
-from sessions_app import live
 from sessions_app.models import Event, Session, ToolOutcome, Turn
 from sessions_app.store import refresh_resume_status
 from tests.factories import make_session
-
-if TYPE_CHECKING:
-    from django.test.client import _MonkeyPatchedASGIResponse
+from tests.live.helpers import PageClient, turns_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class _Client(AsyncClient):
-    """AsyncClient whose requests run in a ThreadSensitiveContext, as daphne runs them."""
-
-    async def request(self, **request: Any) -> _MonkeyPatchedASGIResponse:
-        async with ThreadSensitiveContext():
-            return await super().request(**request)
-
-
-async def _idle(session_id: str) -> None:
-    async with asyncio.timeout(20):
-        while live.running_turn_ids(session_id):
-            await asyncio.sleep(0.05)
-
-
-async def _asked_to_deploy(client: _Client, session_id: str) -> Event:
+async def _asked_to_deploy(client: PageClient, session_id: str) -> Event:
     """Run the demo agent's "deploy" turn from the page; return its asking event."""
     await sync_to_async(make_session)(session_id)
     run = reverse("sessions:run_turn", args=[session_id])
@@ -47,7 +26,7 @@ async def _asked_to_deploy(client: _Client, session_id: str) -> Event:
         run, {"message": "please deploy"}, headers={"Accept": "application/json"}
     )
     assert answer.status_code == 202
-    await _idle(session_id)
+    await turns_idle(session_id)
     asking = await Event.objects.filter(session_id=session_id).exclude(pending_call_ids=[]).aget()
     assert asking.tool_calls[0]["name"] == "deploy"
     assert asking.pending_call_ids == [asking.tool_calls[0]["id"]]
@@ -55,7 +34,7 @@ async def _asked_to_deploy(client: _Client, session_id: str) -> Event:
     return asking
 
 
-async def _decide(client: _Client, asking: Event, outcome: str, note: str) -> str:
+async def _decide(client: PageClient, asking: Event, outcome: str, note: str) -> str:
     """Post the decision from the timeline's form; return the message the page shows."""
     url = reverse("sessions:tool_outcome_create", args=[asking.session_id])
     form = {
@@ -67,7 +46,7 @@ async def _decide(client: _Client, asking: Event, outcome: str, note: str) -> st
     }
     posted = await client.post(url, form)
     assert posted.status_code == 302
-    await _idle(asking.session_id)
+    await turns_idle(asking.session_id)
     page = await client.get(reverse("sessions:detail", args=[asking.session_id]))
     return page.content.decode()
 
@@ -80,7 +59,7 @@ async def _continuation(session_id: str, asking: Event) -> tuple[Turn, list[Even
 
 
 async def test_approving_a_deploy_continues_the_turn_with_the_decision(admin_user: User) -> None:
-    client = _Client()
+    client = PageClient()
     await sync_to_async(client.force_login)(admin_user)
     asking = await _asked_to_deploy(client, "s-deploy")
     page = await _decide(client, asking, "approved", "go ahead")
@@ -100,7 +79,7 @@ async def test_approving_a_deploy_continues_the_turn_with_the_decision(admin_use
 
 
 async def test_rejecting_a_deploy_makes_the_agent_say_it_did_not(admin_user: User) -> None:
-    client = _Client()
+    client = PageClient()
     await sync_to_async(client.force_login)(admin_user)
     asking = await _asked_to_deploy(client, "s-reject")
     page = await _decide(client, asking, "rejected", "not on a Friday")
@@ -135,7 +114,7 @@ async def test_a_decision_that_cannot_continue_runs_no_agent(
         updated_at=turn.started_at, pending_call_ids=["c-plan"],
         tool_calls=[{"id": "c-plan", "name": "ExitPlanMode", "arguments": {}}],
     )  # fmt: skip
-    client = _Client()
+    client = PageClient()
     await sync_to_async(client.force_login)(admin_user)
     page = await _decide(client, asking, "approved", "")
     assert said in page
@@ -157,7 +136,7 @@ async def test_what_became_of_a_lost_call_starts_nothing_and_says_the_agent_may_
     )  # fmt: skip
     await sync_to_async(refresh_resume_status)("s-lost")
     assert (await Session.objects.aget(pk="s-lost")).cannot_resume
-    client = _Client()
+    client = PageClient()
     await sync_to_async(client.force_login)(admin_user)
     page = await _decide(client, lost, "did_not_run", "checked the deploy log")
     assert "Send the agent the next message to continue the session." in page

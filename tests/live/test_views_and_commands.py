@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from io import StringIO
-from typing import TYPE_CHECKING, Any
 
 import pytest
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
-from django.test import AsyncClient, Client
+from django.test import Client
 from django.urls import reverse
 
 from sessions_app import live
 from sessions_app.models import Event, Turn
 from tests.factories import make_session
-
-if TYPE_CHECKING:
-    from django.test.client import _MonkeyPatchedASGIResponse
+from tests.live.helpers import PageClient, turns_idle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,27 +63,15 @@ def test_outsider_gets_404_and_get_is_not_allowed(outsider_user: User, admin_use
     assert admin.get(url).status_code == 405
 
 
-class _Client(AsyncClient):
-    """AsyncClient whose requests run in a ThreadSensitiveContext, as Django's ASGIHandler
-    (daphne) runs them; without it sync middleware would hold asgiref's single thread
-    while the view waits for the turn, which needs that thread too."""
-
-    async def request(self, **request: Any) -> _MonkeyPatchedASGIResponse:
-        async with ThreadSensitiveContext():
-            return await super().request(**request)
-
-
 async def test_admin_starts_a_turn_that_runs_in_the_background(admin_user: User) -> None:
     await sync_to_async(make_session)("s-run")
-    client = _Client()
+    client = PageClient()
     await sync_to_async(client.force_login)(admin_user)
     url = reverse("sessions:run_turn", args=["s-run"])
     response = await client.post(url, {"message": "plan"}, headers={"Accept": "application/json"})
     assert response.status_code == 202
     turn_id = response.json()["turn_id"]
-    async with asyncio.timeout(20):
-        while live.running_turn_ids("s-run"):
-            await asyncio.sleep(0.05)
+    await turns_idle("s-run")
     turn = await Turn.objects.aget(pk=turn_id)
     assert turn.status == "completed"
     assert await Event.objects.filter(turn_id=turn_id).acount() > 10
@@ -100,9 +85,7 @@ async def test_admin_starts_a_turn_that_runs_in_the_background(admin_user: User)
     assert await Turn.objects.filter(session_id="s-run", status="running").acount() == 1
     stop = await client.post(reverse("sessions:stop_turns", args=["s-run"]))
     assert stop.status_code == 302
-    async with asyncio.timeout(20):
-        while live.running_turn_ids("s-run"):
-            await asyncio.sleep(0.05)
+    await turns_idle("s-run")
     latest = await Turn.objects.filter(session_id="s-run").order_by("-started_at").afirst()
     assert latest is not None
     assert (latest.status, latest.reason) == ("interrupted", "canceled")
