@@ -38,8 +38,9 @@ Payload shapes (times ISO 8601 UTC):
   outcome, result, reason, recorded_by, recorded_at``), `turn_status` its turn's status.
 - TurnPayload: ``{id, session_id, status, reason, failure_code, failure_stage,
   failure_message, status_note, stopped_by, started_at, finished_at, event_count,
-  session_turn_count}`` and, read with it, the session's token totals and model
-  (``session_tokens_input``, ``_output``, ``_cached``, ``session_model``).
+  session_turn_count}`` and, read with it, the turn's own token totals (``tokens_input``,
+  ``_output``, ``_cached``: the turn head's figures) and the session's token totals and
+  model (``session_tokens_input``, ``_output``, ``_cached``, ``session_model``).
 
 HTML for watchers is made from these values where they are watched
 (`sessions_app.live.render`), not by the process that stores the events.
@@ -52,12 +53,13 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from agentops.runtime.model import Event
 from sessions_app import models
+from sessions_app.search.numbers import TokenTotals, cost_of, with_turn_tokens
 from sessions_app.store import row_fields_from_event
 
 EVENT = "live.event"
@@ -216,6 +218,29 @@ def partial_payload(event: Event, after_id: int) -> dict[str, Any]:
     }
 
 
+def _session_turn_count() -> Subquery:
+    return Subquery(
+        models.Turn.objects.filter(session_id=OuterRef("session_id"))
+        .order_by()
+        .values("session_id")
+        .annotate(n=Count("id"))
+        .values("n"),
+        output_field=IntegerField(),
+    )
+
+
+def _with_session_facts(turns: QuerySet[models.Turn]) -> QuerySet[models.Turn]:
+    """`turns` with their own token totals (`with_turn_tokens`), their session's turn count
+    and the session's kept token totals and model (the page header's), in one query."""
+    return with_turn_tokens(turns).annotate(  # type: ignore[arg-type]
+        session_turn_count=_session_turn_count(),
+        session_tokens_input=F("session__tokens_input"),
+        session_tokens_output=F("session__tokens_output"),
+        session_tokens_cached=F("session__tokens_cached"),
+        session_model=F("session__model"),
+    )
+
+
 def _turns_with_counts() -> QuerySet[models.Turn]:
     event_count = (
         models.Event.objects.active()
@@ -225,21 +250,8 @@ def _turns_with_counts() -> QuerySet[models.Turn]:
         .annotate(n=Count("id"))
         .values("n")
     )
-    turn_count = (
-        models.Turn.objects.filter(session_id=OuterRef("session_id"))
-        .order_by()
-        .values("session_id")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    return models.Turn.objects.annotate(
-        event_count=Subquery(event_count, output_field=IntegerField()),
-        session_turn_count=Subquery(turn_count, output_field=IntegerField()),
-        # The session's kept token totals (the page header's), read in the same query.
-        session_tokens_input=F("session__tokens_input"),
-        session_tokens_output=F("session__tokens_output"),
-        session_tokens_cached=F("session__tokens_cached"),
-        session_model=F("session__model"),
+    return _with_session_facts(
+        models.Turn.objects.annotate(event_count=Subquery(event_count, output_field=IntegerField()))
     )
 
 
@@ -248,16 +260,28 @@ def _turn_payload_of(row: models.Turn) -> dict[str, Any]:
         row,
         getattr(row, "event_count", None) or 0,
         getattr(row, "session_turn_count", None) or 0,
-        {name: getattr(row, name, None) for name in SESSION_TOKEN_FIELDS},
+        {name: getattr(row, name, None) for name in (*TURN_TOKEN_FIELDS, *SESSION_TOKEN_FIELDS)},
     )
 
 
+def turn_facts(turn_ids: Iterable[str]) -> dict[str, tuple[int, dict[str, Any]]]:
+    """For each stored turn of `turn_ids`: its session's turn count, and its own and its
+    session's token totals with the session's model (`TURN_TOKEN_FIELDS`,
+    `SESSION_TOKEN_FIELDS`), as `turn_payload_from` takes them. One query."""
+    fields = (*TURN_TOKEN_FIELDS, *SESSION_TOKEN_FIELDS)
+    rows = _with_session_facts(models.Turn.objects.filter(pk__in=list(turn_ids)))
+    return {
+        turn_id: (count or 0, dict(zip(fields, values, strict=True)))
+        for turn_id, count, *values in rows.values_list("id", "session_turn_count", *fields)
+    }
+
+
 def turn_payload_from(
-    row: models.Turn, event_count: int, session_turn_count: int, session: dict[str, Any]
+    row: models.Turn, event_count: int, session_turn_count: int, facts: dict[str, Any]
 ) -> dict[str, Any]:
     """The TurnPayload of turn `row` (as stored) with its active `event_count`, its
-    session's `session_turn_count` and `session`'s `SESSION_TOKEN_FIELDS` values (those
-    that are None left out)."""
+    session's `session_turn_count` and `facts`: its `TURN_TOKEN_FIELDS` and
+    `SESSION_TOKEN_FIELDS` values (those that are None left out)."""
     return {
         "id": row.id,
         "session_id": row.session_id,
@@ -272,10 +296,12 @@ def turn_payload_from(
         "finished_at": _iso(row.finished_at),
         "event_count": event_count,
         "session_turn_count": session_turn_count,
-        **{name: value for name, value in session.items() if value is not None},
+        **{name: value for name, value in facts.items() if value is not None},
     }
 
 
+#: The turn's own token totals a TurnPayload carries when read with them (the turn head's).
+TURN_TOKEN_FIELDS = ("tokens_input", "tokens_output", "tokens_cached")
 #: The session's token totals and model a TurnPayload carries when read with them.
 SESSION_TOKEN_FIELDS = (
     "session_tokens_input",
@@ -304,6 +330,10 @@ def turn_row(payload: dict[str, Any]) -> models.Turn:
         finished_at=finished,
     )
     row.event_count = payload["event_count"]  # type: ignore[attr-defined]
+    if "tokens_input" in payload:  # the turn head's figures, as a reloaded page shows them
+        values = (payload["tokens_input"], payload["tokens_output"], payload["tokens_cached"])
+        model = payload.get("session_model", "")
+        row.tokens = TokenTotals(*values, cost=cost_of(model, *values))  # type: ignore[attr-defined]
     return row
 
 
@@ -328,12 +358,12 @@ def turn_payloads(
         .values_list("turn_id", flat=True)
         .distinct()
     )
-    rows = _turns_with_counts().filter(session_id=session_id).order_by("started_at", "id")
-    return [
-        _turn_payload_of(row)
-        for row in rows
-        if row.id in wanted or row.status == models.Turn.Status.RUNNING
-    ]
+    rows = (
+        _turns_with_counts()
+        .filter(Q(pk__in=wanted) | Q(status=models.Turn.Status.RUNNING), session_id=session_id)
+        .order_by("started_at", "id")
+    )
+    return [_turn_payload_of(row) for row in rows]
 
 
 def last_event_id(session_id: str) -> int:

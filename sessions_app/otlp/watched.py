@@ -5,8 +5,9 @@ ones it appended), so the ``live.event`` payloads of the new events (their `pair
 the call they answer included) are made here from those values without reading them back:
 equal to what a watcher resuming from the database reads
 (`live.payloads.event_payloads_after`). The turns' payloads are made from the rows it
-wrote and their active events too (`turn_payloads_written`; only their sessions' turn
-counts, token totals and model, which SQL computed, are read: one query), equal to the
+wrote and their active events too (`turn_payloads_written`; only their token totals and
+their sessions' turn counts, token totals and model, which SQL computed, are read: one
+query), equal to the
 stored turns' (`live.payloads.turn_payload`), and everything goes to the sessions'
 outboxes in order (`messages`).
 """
@@ -17,15 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count
-
 from sessions_app import models
 from sessions_app.live.payloads import (
     EVENT,
     EVENT_FIELDS,
-    SESSION_TOKEN_FIELDS,
     TURN,
     TurnCalls,
+    turn_facts,
     turn_payload_from,
 )
 
@@ -106,35 +105,24 @@ def event_payloads(
     return payloads
 
 
-#: The session columns read for `turn_payloads_written`, in `SESSION_TOKEN_FIELDS` order.
-_SESSION_COLUMNS = tuple(name.removeprefix("session_") for name in SESSION_TOKEN_FIELDS)
-
-
 def turn_payloads_written(
     turn_ids: Iterable[str],
     rows: Mapping[str, models.Turn],
     written: Mapping[str, tuple[str, Sequence[Any]]],
 ) -> dict[str, dict[str, Any]]:
     """TurnPayloads of `turn_ids`, by id, made from `rows` (the turn rows as written) and
-    `written` ({turn id: (session id, its active events)}), with their sessions' turn
-    counts, token totals and model read in one query (after the write: SQL summed the
-    tokens)."""
+    `written` ({turn id: (session id, its active events)}), with the turns' token totals and
+    their sessions' turn counts, token totals and model read in one query (after the
+    write: SQL summed the tokens, `live.payloads.turn_facts`)."""
     wanted = list(dict.fromkeys(turn_ids))
     if not wanted:
         return {}
-    sessions = {
-        session_id: (turn_count, dict(zip(SESSION_TOKEN_FIELDS, values, strict=True)))
-        for session_id, turn_count, *values in models.Session.objects.filter(
-            pk__in={written[turn_id][0] for turn_id in wanted}
-        )
-        .annotate(turn_count=Count("turns"))
-        .values_list("id", "turn_count", *_SESSION_COLUMNS)
-    }
+    facts = turn_facts(wanted)
     payloads = {}
     for turn_id in wanted:
-        session_id, timeline = written[turn_id]
-        turn_count, session = sessions[session_id]
-        payloads[turn_id] = turn_payload_from(rows[turn_id], len(timeline), turn_count, session)
+        turn_count, values = facts[turn_id]
+        timeline = written[turn_id][1]
+        payloads[turn_id] = turn_payload_from(rows[turn_id], len(timeline), turn_count, values)
     return payloads
 
 

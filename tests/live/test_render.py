@@ -136,3 +136,45 @@ def test_a_turn_frame_carries_the_session_token_totals_for_the_header() -> None:
     assert 'id="session-tokens" hx-swap-oob="true"' in frame
     assert 'class="token-total" data-input="1200" data-output="34" data-cached="200"' in frame
     assert "1,234" in frame
+
+
+@pytest.mark.django_db
+def test_a_turn_frame_shows_the_turns_tokens_as_the_page_does(operator_client: Any) -> None:
+    """The turn head a watcher gets when a turn changes carries the turn's own token
+    figures (priced for the session's model), the same text the reloaded page shows."""
+    import re
+
+    from django.test import override_settings
+
+    from sessions_app.models import Event as EventRow
+    from sessions_app.models import Session
+
+    make_session("s-turn-tokens", turns=2)
+    Session.objects.filter(pk="s-turn-tokens").update(model="priced-1")
+    first, second = Session.objects.get(pk="s-turn-tokens").turns.order_by("started_at")
+    usage = {"prompt_tokens": 1500, "completion_tokens": 40, "total_tokens": 1540,
+             "details": {"cached_input_tokens": 500}}  # fmt: skip
+    EventRow.objects.filter(turn_id=first.id, role="assistant").update(usage=usage)
+    EventRow.objects.filter(turn_id=second.id, role="assistant").update(
+        usage={**usage, "prompt_tokens": 7}
+    )
+    prices = {"priced-1": {"input": 3, "output": 15, "cached": 0.3}}
+
+    def tokens_text(html: str, turn_id: str) -> str:
+        head = html[html.index(f'id="turn-head-{turn_id}"') :]
+        found = re.search(r'<span class="turn-tokens">(.*?) tokens</span>', head, re.S)
+        assert found, head[:400]
+        return " ".join(found.group(1).split())
+
+    with override_settings(AGENTOPS_MODEL_PRICES=prices):
+        page = operator_client.get("/sessions/s-turn-tokens/").content.decode()
+        for turn in (first, second):
+            payload = live.turn_payload(turn.id)
+            assert payload is not None
+            assert (payload["tokens_input"], payload["tokens_output"]) == (
+                1500 if turn == first else 7,
+                40,
+            )
+            frame = render.turn_frame(payload, 0)
+            assert tokens_text(frame, turn.id) == tokens_text(page, turn.id)
+        assert "1,540" in tokens_text(page, first.id)
