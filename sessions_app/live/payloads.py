@@ -40,7 +40,9 @@ Payload shapes (times ISO 8601 UTC):
   failure_message, status_note, stopped_by, started_at, finished_at, event_count,
   session_turn_count}`` and, read with it, the turn's own token totals (``tokens_input``,
   ``_output``, ``_cached``: the turn head's figures) and the session's token totals and
-  model (``session_tokens_input``, ``_output``, ``_cached``, ``session_model``).
+  model (``session_tokens_input``, ``_output``, ``_cached``, ``session_model``) and its
+  open tool-protocol issues and resume verdict (``session_protocol_issue_count``,
+  ``session_cannot_resume``: the tabs' badges).
 
 HTML for watchers is made from these values where they are watched
 (`sessions_app.live.render`), not by the process that stores the events.
@@ -231,13 +233,10 @@ def _session_turn_count() -> Subquery:
 
 def _with_session_facts(turns: QuerySet[models.Turn]) -> QuerySet[models.Turn]:
     """`turns` with their own token totals (`with_turn_tokens`), their session's turn count
-    and the session's kept token totals and model (the page header's), in one query."""
+    and the `SESSION_FIELDS` of its row, in one query."""
     return with_turn_tokens(turns).annotate(  # type: ignore[arg-type]
         session_turn_count=_session_turn_count(),
-        session_tokens_input=F("session__tokens_input"),
-        session_tokens_output=F("session__tokens_output"),
-        session_tokens_cached=F("session__tokens_cached"),
-        session_model=F("session__model"),
+        **{name: F(f"session__{name.removeprefix('session_')}") for name in SESSION_FIELDS},
     )
 
 
@@ -260,19 +259,18 @@ def _turn_payload_of(row: models.Turn) -> dict[str, Any]:
         row,
         getattr(row, "event_count", None) or 0,
         getattr(row, "session_turn_count", None) or 0,
-        {name: getattr(row, name, None) for name in (*TURN_TOKEN_FIELDS, *SESSION_TOKEN_FIELDS)},
+        {name: getattr(row, name, None) for name in _FACT_FIELDS},
     )
 
 
 def turn_facts(turn_ids: Iterable[str]) -> dict[str, tuple[int, dict[str, Any]]]:
-    """For each stored turn of `turn_ids`: its session's turn count, and its own and its
-    session's token totals with the session's model (`TURN_TOKEN_FIELDS`,
-    `SESSION_TOKEN_FIELDS`), as `turn_payload_from` takes them. One query."""
-    fields = (*TURN_TOKEN_FIELDS, *SESSION_TOKEN_FIELDS)
+    """For each stored turn of `turn_ids`: its session's turn count, and its own token
+    totals and its session's facts (`TURN_TOKEN_FIELDS`, `SESSION_FIELDS`), as
+    `turn_payload_from` takes them. One query."""
     rows = _with_session_facts(models.Turn.objects.filter(pk__in=list(turn_ids)))
     return {
-        turn_id: (count or 0, dict(zip(fields, values, strict=True)))
-        for turn_id, count, *values in rows.values_list("id", "session_turn_count", *fields)
+        turn_id: (count or 0, dict(zip(_FACT_FIELDS, values, strict=True)))
+        for turn_id, count, *values in rows.values_list("id", "session_turn_count", *_FACT_FIELDS)
     }
 
 
@@ -281,7 +279,7 @@ def turn_payload_from(
 ) -> dict[str, Any]:
     """The TurnPayload of turn `row` (as stored) with its active `event_count`, its
     session's `session_turn_count` and `facts`: its `TURN_TOKEN_FIELDS` and
-    `SESSION_TOKEN_FIELDS` values (those that are None left out)."""
+    `SESSION_FIELDS` values (those that are None left out)."""
     return {
         "id": row.id,
         "session_id": row.session_id,
@@ -302,13 +300,17 @@ def turn_payload_from(
 
 #: The turn's own token totals a TurnPayload carries when read with them (the turn head's).
 TURN_TOKEN_FIELDS = ("tokens_input", "tokens_output", "tokens_cached")
-#: The session's token totals and model a TurnPayload carries when read with them.
-SESSION_TOKEN_FIELDS = (
+#: What a TurnPayload carries of its session's row when read with it: the header's token
+#: totals and model, and the tabs' badges (open tool-protocol issues, cannot resume).
+SESSION_FIELDS = (
     "session_tokens_input",
     "session_tokens_output",
     "session_tokens_cached",
     "session_model",
+    "session_protocol_issue_count",
+    "session_cannot_resume",
 )
+_FACT_FIELDS = (*TURN_TOKEN_FIELDS, *SESSION_FIELDS)
 
 
 def turn_row(payload: dict[str, Any]) -> models.Turn:

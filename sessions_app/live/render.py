@@ -3,7 +3,8 @@
 Each frame is a fragment for htmx's websocket extension, which swaps every top-level
 element out of band (``hx-swap-oob``) into the page by id; the markup comes from the
 page's own partials (``sessions/detail.html#turn``, ``#turn_head``, ``#event_count``,
-``#turn_count``, ``#indicator``, ``#stop_note`` and ``sessions/turn_events.html#event``),
+``#turn_count``, ``#indicator``, ``#stop_note``, ``sessions/_tabs.html#protocol_badge``,
+``#resume_badge`` and ``sessions/turn_events.html#event``),
 so a live page looks like a reloaded one. Every frame begins with the watcher's state,
 ``<span id="live-state" hidden data-kind=... data-last-id=...>``: what the frame is and
 the last event id sent to this watcher (where a reconnect resumes); see `state`.
@@ -15,8 +16,8 @@ Frames by kind (T = turn id, N = event id):
   replaces ``#event-count-T`` when the count is known. State: event-id, turn-id, role,
   pair-id.
 - turn: adds the turn's article before ``#timeline-end`` (the latest page's end; the page
-  skips it when the turn is already shown), replaces ``#turn-head-T``, ``#turn-count`` and
-  the header's ``#session-tokens``;
+  skips it when the turn is already shown), replaces ``#turn-head-T``, ``#turn-count``,
+  the header's ``#session-tokens`` and the tabs' ``#protocol-badge`` and ``#resume-badge``;
   a running turn clears ``#stop-note``, an ended one ``#live-stream-T``. State: turn-id,
   status, reason.
 - partial: the first of a stream replaces ``#live-stream-T`` with a streaming box, the
@@ -176,6 +177,15 @@ def _turn_body(turn: dict[str, Any]) -> SafeString:
         parts.append(
             render_to_string("sessions/detail.html#session_tokens", {"tokens": tokens, "oob": True})
         )
+    if "session_protocol_issue_count" in turn:
+        # The tabs' badges: a call left open, or a session that can no longer resume.
+        session = SimpleNamespace(
+            protocol_issue_count=turn["session_protocol_issue_count"],
+            cannot_resume=turn["session_cannot_resume"],
+        )
+        for badge in ("protocol_badge", "resume_badge"):
+            context = {"session": session, "oob": True}
+            parts.append(render_to_string(f"sessions/_tabs.html#{badge}", context))
     if turn["status"] == RUNNING:
         # A turn begins: a stop note is about an earlier one.
         parts.append(render_to_string("sessions/detail.html#stop_note", {"oob": True}))

@@ -178,3 +178,36 @@ def test_a_turn_frame_shows_the_turns_tokens_as_the_page_does(operator_client: A
             frame = render.turn_frame(payload, 0)
             assert tokens_text(frame, turn.id) == tokens_text(page, turn.id)
         assert "1,540" in tokens_text(page, first.id)
+
+
+@pytest.mark.django_db
+def test_a_turn_frame_updates_the_tabs_badges_as_the_page_shows_them(operator_client: Any) -> None:
+    """A turn that ends with a call left open (or a session that can no longer resume)
+    changes the tabs' badges of every watcher, out of band, as a reload shows them; and
+    clears them when the issues are gone."""
+    from sessions_app.models import Session
+
+    make_session("s-badges")
+    turn_id = Session.objects.get(pk="s-badges").turns.values_list("id", flat=True).get()
+
+    def badges(html: str) -> list[str]:
+        import re
+
+        pattern = r'<span id="{}"[^>]*>(?:\s*<span [^>]*>[^<]*</span>)?</span>'
+        found = [
+            re.search(pattern.format(name), html) for name in ("protocol-badge", "resume-badge")
+        ]
+        assert all(found), html
+        return [match.group(0) for match in found if match]
+
+    for count, cannot in ((2, True), (0, False)):
+        Session.objects.filter(pk="s-badges").update(
+            protocol_issue_count=count, cannot_resume=cannot
+        )
+        payload = live.turn_payload(turn_id)
+        assert payload is not None
+        frame = render.turn_frame(payload, 0)
+        page = operator_client.get("/sessions/s-badges/").content.decode()
+        live_badges = [b.replace(' hx-swap-oob="true"', "") for b in badges(frame)]
+        assert live_badges == badges(page)
+        assert ('status-unanswered">2<' in frame, "cannot resume" in frame) == (cannot, cannot)
