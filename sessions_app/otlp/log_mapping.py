@@ -26,14 +26,13 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from agentops.runtime.session import failure_code_of
-from sessions_app.otlp import mapping
+from sessions_app.otlp import claude_code, mapping
 from sessions_app.otlp.decode import SPAN, SpanRecord
 from sessions_app.otlp.mapping import SESSION_KEYS, Draft, Outcome, Place
-from sessions_app.otlp.messages import EVENTS_KEY, LEGACY_EVENTS, arguments_object, has_content
+from sessions_app.otlp.messages import EVENTS_KEY, LEGACY_EVENTS, has_content
 
 __all__ = ["LOG", "ORDER_KEY", "UNTRACED", "place", "turn_drafts", "turn_outcome", "untraced_keys"]
 
@@ -43,9 +42,7 @@ UNTRACED = "untraced log"
 #: Attribute of a kept log record: its place among records of the same time (Claude
 #: Code's ``event.sequence``, else its position in its request).
 ORDER_KEY = "otlp.log.order"
-#: Claude Code's placeholder for content it was told not to export.
-REDACTED = "<REDACTED>"
-CLAUDE = "claude_code."
+REDACTED, CLAUDE = claude_code.REDACTED, claude_code.CLAUDE
 
 
 def _ordered(records: Sequence[SpanRecord]) -> list[SpanRecord]:
@@ -101,6 +98,7 @@ def place(records: Sequence[SpanRecord]) -> Place:
     `untraced_keys` says."""
     spans, logs = _split(records)
     where = mapping.place(spans or logs)
+    claude_code.fill_place(where, spans, logs)
     if not logs:
         return where
     if not spans and all(log.kind == UNTRACED for log in logs):
@@ -161,6 +159,8 @@ def turn_drafts(records: Sequence[SpanRecord]) -> list[Draft]:
     """`mapping.turn_drafts` of the trace's spans with its GenAI log records merged in
     (see the module docstring), and the events of its Claude Code records."""
     spans, logs = _split(records)
+    claude_spans = [s for s in spans if s.name.startswith(CLAUDE)]
+    spans = [s for s in spans if not s.name.startswith(CLAUDE)] if claude_spans else spans
     genai = [r for r in logs if r.name.startswith("gen_ai.") and EVENTS_KEY in r.attributes]
     by_span: dict[str, list[SpanRecord]] = defaultdict(list)
     loose: list[SpanRecord] = []
@@ -183,121 +183,17 @@ def turn_drafts(records: Sequence[SpanRecord]) -> list[Draft]:
     merged += [_virtual_span(span_id, tied) for span_id, tied in by_span.items()]
     merged += [_virtual_span(call[0].span_id, call) for call in _calls(loose)]
     claude = [r for r in logs if r.name.startswith(CLAUDE)]
-    return mapping.turn_drafts(merged, extra=claude_drafts(claude))
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) and value != REDACTED else ""
-
-
-def _number(value: Any) -> int | float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return value
-    try:
-        return float(value) if "." in str(value) else int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _usage(attrs: dict[str, Any]) -> dict[str, Any]:
-    """A ``claude_code.api_request``'s tokens and cost as an event's usage."""
-    prompt = int(_number(attrs.get("input_tokens")) or 0)
-    completion = int(_number(attrs.get("output_tokens")) or 0)
-    details: dict[str, Any] = {}
-    if isinstance(attrs.get("model"), str):
-        details["model"] = attrs["model"]
-    for name, key in (("cached_input_tokens", "cache_read_tokens"),
-                      ("cache_creation_input_tokens", "cache_creation_tokens"),
-                      ("cost_usd", "cost_usd"), ("duration_ms", "duration_ms")):  # fmt: skip
-        found = _number(attrs.get(key))
-        if found is not None:
-            details[name] = found
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion, "details": details}  # fmt: skip
-
-
-def _tool_drafts(
-    record: SpanRecord, author: str, decided: set[str], floor: datetime
-) -> list[Draft]:
-    """A tool call (at its decision, else `duration_ms` before its result, not before
-    the record before it: `floor`) and its result or rejection."""
-    attrs, at = record.attributes, record.start_at
-    call_id = str(attrs.get("tool_use_id") or f"call-{record.span_id}")
-    name = str(attrs.get("tool_name") or attrs.get("name") or "tool")
-    arguments = arguments_object(attrs.get("tool_input") or attrs.get("tool_parameters"))
-    event = record.name.removeprefix(CLAUDE)
-    drafts: list[Draft] = []
-    if event == "tool_decision" or call_id not in decided:
-        took = _number(attrs.get("duration_ms")) if event == "tool_result" else None
-        called = max(at - timedelta(milliseconds=took or 0), floor)
-        call = {"id": call_id, "name": name, "arguments": arguments}
-        drafts.append(Draft(f"{record.span_id}:call", called, "assistant", author,
-                            tool_calls=[call], finish_reason="tool_calls"))  # fmt: skip
-    response: dict[str, Any] = {"tool_call_id": call_id, "name": name}
-    if event == "tool_decision":
-        if str(attrs.get("decision", "")).lower() != "reject":
-            return drafts
-        response["error"] = "tool_rejected"
-    elif str(attrs.get("success", "")).lower() == "true":
-        response["result"] = {"content_captured": False}
-    else:  # the error category only: `error` (the message) is never kept
-        kind = attrs.get("error_type")
-        response["error"] = failure_code_of(kind, "tool_error")
-    drafts.append(Draft(f"{record.span_id}:result", at, "tool", author, tool_response=response))
-    return drafts
-
-
-def claude_drafts(records: Sequence[SpanRecord]) -> list[Draft]:
-    """The events of Claude Code's log records, in their order (docs/otlp.md)."""
-    answered = {
-        str(r.attributes["request_id"]): r
-        for r in records
-        if r.name == CLAUDE + "assistant_response" and r.attributes.get("request_id")
-    }
-    usages = {
-        str(r.attributes["request_id"]): _usage(r.attributes)
-        for r in records
-        if r.name == CLAUDE + "api_request" and r.attributes.get("request_id")
-    }
-    decided = {
-        str(r.attributes.get("tool_use_id"))
-        for r in records
-        if r.name == CLAUDE + "tool_decision" and r.attributes.get("tool_use_id")
-    }
-    drafts: list[Draft] = []
-    floor = records[0].start_at if records else datetime.min
-    for record in records:
-        attrs, event = record.attributes, record.name.removeprefix(CLAUDE)
-        author = str(attrs.get("resource.service.name") or "claude-code")[:255]
-        key, at = record.span_id, record.start_at
-        if event == "user_prompt" and (text := _text(attrs.get("prompt"))):
-            drafts.append(Draft(f"{key}:prompt", at, "user", author, text=text))
-        elif event == "assistant_response" and (text := _text(attrs.get("response"))):
-            usage = usages.get(str(attrs.get("request_id") or ""))
-            drafts.append(Draft(f"{key}:response", at, "assistant", author, text=text,
-                                usage=usage, finish_reason="stop"))  # fmt: skip
-        elif event == "api_request" and str(attrs.get("request_id") or "") not in answered:
-            drafts.append(Draft(f"{key}:usage", at, "assistant", author, usage=_usage(attrs)))
-        elif event in ("tool_decision", "tool_result"):
-            drafts += _tool_drafts(record, author, decided, floor)
-        floor = record.start_at
-    return drafts
+    return mapping.turn_drafts(merged, extra=claude_code.drafts(claude_spans, claude))
 
 
 def turn_outcome(records: Sequence[SpanRecord]) -> Outcome | None:
-    """`mapping.turn_outcome` of the trace's spans; for records without trace context
-    and no spans, completed as of the latest record, or failed (stage provider) when
-    the last model request ended in ``claude_code.api_error`` (its code
-    ``http_<status_code>``, else ``api_error``; its error message is never read)."""
+    """`mapping.turn_outcome` of the trace's spans (`claude_code.outcome` of a trace of
+    Claude Code's own spans); for records without trace context and no spans, completed
+    as of the latest record, or failed (stage provider) when the last Claude Code model
+    request ended in ``claude_code.api_error`` (`claude_code.outcome`)."""
     spans, logs = _split(records)
+    if spans and all(span.name.startswith(CLAUDE) for span in spans):
+        return claude_code.outcome(spans, logs)
     if spans or not logs or any(log.kind == LOG for log in logs):
         return mapping.turn_outcome(spans)
-    last = max(log.start_at for log in logs)
-    requests = [r for r in logs if r.name in (CLAUDE + "api_request", CLAUDE + "api_error")]
-    if requests and requests[-1].name == CLAUDE + "api_error":
-        status = _number(requests[-1].attributes.get("status_code"))
-        code = failure_code_of(f"http_{int(status)}" if status else "api_error")
-        return Outcome("failed", "agent_error", code, "provider", last)
-    return Outcome("completed", "", "", "", last)
+    return claude_code.outcome(spans, logs)

@@ -40,6 +40,7 @@ from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import RESYNC
+from sessions_app.otlp.claude_code_spans import without_error
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
@@ -89,11 +90,15 @@ class Received:
 def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
     """Of each of `records`, the attributes that may be kept, redacted like imports: with
     one prefilter pass over all of them (`redaction.redact_values`); without what may
-    hold an error's message (`_NEVER_KEPT`, `openinference.without_error_details`); a
+    hold an error's message (`_NEVER_KEPT`, `openinference.without_error_details`,
+    Claude Code's ``error``: `claude_code_spans.without_error`); a
     model span's input without the earlier history the mapping never reads
     (`history.kept_inputs`)."""
     kept = [
-        kept_inputs(_keepable(without_error_details(r.attributes, r.status_code))) for r in records
+        kept_inputs(
+            _keepable(without_error(r.name, without_error_details(r.attributes, r.status_code)))
+        )
+        for r in records
     ]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)

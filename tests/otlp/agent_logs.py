@@ -112,21 +112,23 @@ def _claude(logger: Any, prompt_id: str, event: str, sequence: int, **attributes
     logger.emit(LogRecord(body=f"claude_code.{event}", attributes={**common, **attributes}))
 
 
-def claude_prompt(logger: Any, prompt_id: str = "prompt-1") -> None:
+def claude_prompt(logger: Any, prompt_id: str = "prompt-1", ids: str = "") -> None:
     """The Claude Code prompt (see the module docstring), as Claude Code names its
-    records: the body ``claude_code.<event>``, the attribute ``event.name`` without it."""
+    records: the body ``claude_code.<event>``, the attribute ``event.name`` without it;
+    `ids` ends its request and tool call ids."""
     _claude(logger, prompt_id, "user_prompt", 1, prompt="List the files", prompt_length=14)
     _claude(logger, prompt_id, "api_request", 2, model="claude-sonnet-5", input_tokens=120,
             output_tokens=40, cache_read_tokens=100, cache_creation_tokens=0,
-            cost_usd=0.0123, duration_ms=900, request_id="req_1")  # fmt: skip
-    _claude(logger, prompt_id, "tool_result", 3, tool_name="Bash", tool_use_id="toolu_ok",
+            cost_usd=0.0123, duration_ms=900, request_id=f"req_1{ids}")  # fmt: skip
+    _claude(logger, prompt_id, "tool_result", 3, tool_name="Bash", tool_use_id=f"toolu_ok{ids}",
             success="true", duration_ms=12, decision_type="accept",
             tool_input=json.dumps({"command": "ls"}))  # fmt: skip
-    _claude(logger, prompt_id, "tool_result", 4, tool_name="Read", tool_use_id="toolu_bad",
+    _claude(logger, prompt_id, "tool_result", 4, tool_name="Read", tool_use_id=f"toolu_bad{ids}",
             success="false", duration_ms=3, error_type="Error:ENOENT",
             error=SECRET_ERROR)  # fmt: skip
     _claude(logger, prompt_id, "api_request", 5, model="claude-sonnet-5", input_tokens=200,
-            output_tokens=10, cost_usd=0.002, duration_ms=400, request_id="req_2")  # fmt: skip
+            output_tokens=10, cost_usd=0.002, duration_ms=400,
+            request_id=f"req_2{ids}")  # fmt: skip
 
 
 def protobuf_logs(records: Sequence[ReadableLogRecord]) -> bytes:
