@@ -124,7 +124,7 @@ def drafts(spans: Sequence[SpanRecord], records: Sequence[SpanRecord]) -> list[D
         return []
     turn = Turn()
     _read_logs(turn, records)
-    cc_spans.read_spans(turn, spans)
+    cc_spans.read_spans(turn, spans, logged=bool(records))
     author = next(
         (str(r.attributes["resource.service.name"])[:255] for r in (*records, *spans)
          if r.attributes.get("resource.service.name")), "claude-code"
@@ -179,8 +179,9 @@ def outcome(spans: Sequence[SpanRecord], records: Sequence[SpanRecord]) -> Outco
     if root is None and (spans or not records or any(r.kind == LOG for r in records)):
         return None
     turn = Turn()
-    _read_logs(turn, [r for r in records if r.name.startswith(CLAUDE)])
-    cc_spans.read_spans(turn, spans)
+    claude = [r for r in records if r.name.startswith(CLAUDE)]
+    _read_logs(turn, claude)
+    cc_spans.read_spans(turn, spans, logged=bool(claude))
     finished = root.end_at if root is not None else max(r.start_at for r in records)
     requests = sorted(turn.requests.values(), key=lambda r: (r.end, r.key))
     if requests and requests[-1].failed:

@@ -172,8 +172,13 @@ def content_captured(spans: Sequence[SpanRecord]) -> bool:
     )
 
 
-def read_spans(turn: Turn, spans: Sequence[SpanRecord]) -> None:
-    """Fill `turn` with what its Claude Code spans say that its log records did not."""
+def read_spans(turn: Turn, spans: Sequence[SpanRecord], logged: bool = False) -> None:
+    """Fill `turn` with what its Claude Code spans say that its log records did not;
+    `logged`: the trace has Claude Code's log records, so a request none of them names
+    is not the prompt's: Claude Code sends the records of a side request (the session
+    title's, ``query_source`` ``generate_session_title``) without trace context, while
+    its span is in the prompt's trace; those records land on their own (a request is
+    counted once)."""
     children: dict[str, dict[str, SpanRecord]] = {}
     for span in spans:
         children.setdefault(span.parent_span_id, {})[span.name] = span
@@ -183,14 +188,17 @@ def read_spans(turn: Turn, spans: Sequence[SpanRecord]) -> None:
             if prompt := text(attrs.get("user_prompt")):
                 turn.prompt = (span.start_at, prompt)
         elif span.name == LLM_REQUEST:
-            _read_request(turn, span)
+            _read_request(turn, span, logged)
         elif span.name == TOOL:
             _read_tool(turn, span, children.get(span.span_id, {}))
 
 
-def _read_request(turn: Turn, span: SpanRecord) -> None:
+def _read_request(turn: Turn, span: SpanRecord, logged: bool) -> None:
     attrs = span.attributes
-    request = turn.request(str(attrs.get("request_id") or f"span-{span.span_id}"), span.end_at)
+    key = str(attrs.get("request_id") or f"span-{span.span_id}")
+    if logged and key not in turn.requests:
+        return
+    request = turn.request(key, span.end_at)
     request.start, request.end = span.start_at, span.end_at  # exact, where records round
     if not request.logged:
         request.failed = attrs.get("success") is False

@@ -290,3 +290,28 @@ def test_claude_code_raw_error_text_is_stored_nowhere(poster: OtlpPoster) -> Non
         _post(poster, fixture)
     stored = database_text()
     assert API_ERROR_TEXT not in stored and TOOL_ERROR_TEXT not in stored
+
+
+@pytest.mark.parametrize("traces_first", [True, False], ids=["traces", "logs"])
+def test_claude_code_side_request_is_counted_once(poster: OtlpPoster, traces_first: bool) -> None:
+    # CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC unset: Claude Code first asks the model for
+    # the session's title; that request's span is in the prompt's trace, its records
+    # (query_source generate_session_title) have no trace context and no prompt.id.
+    fixtures = [f"{V}_side_traces.json", f"{V}_side_logs.json"]
+    for fixture in fixtures if traces_first else fixtures[::-1]:
+        _post(poster, fixture)
+    session_id = "9e85ea0c-3b95-47a1-bd78-d01021391f18"
+    session = models.Session.objects.get(pk=session_id)
+    assert (session.tokens_input, session.tokens_output) == (100 + 116 + 117, 3 + 21 + 9)
+    prompt, title = _turns(session_id)
+    assert prompt.id == f"{session_id}/dd7a1d2c9eff61a46acda2159acc19fb"
+    assert _rows(prompt) == [
+        ("user", "Side requests check: run echo hello", [], ""),
+        ("assistant", "Running it.", ["toolu_fake0045"], ""),
+        ("tool", "", [], "toolu_fake0045"),
+        ("assistant", HELLO, [], ""),
+    ]
+    # The title request lands once, from its records, in a turn of its own (its minute).
+    assert title.id == f"{session_id}/20261204T0258Z"
+    assert _rows(title) == [("assistant", "Fake topic", [], "")]
+    assert _usages(title) == [(100, 3, 300, 20, MODEL, pytest.approx(0.00085))]
