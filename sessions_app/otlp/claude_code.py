@@ -99,16 +99,18 @@ def _read_tool_record(turn: Turn, record: SpanRecord, floor: datetime) -> None:
 
 def _owner(calls: Sequence[Call], requests: Sequence[Request]) -> dict[str, list[Call]]:
     """The calls each request made: the request running at the call's time (Claude Code
-    starts a tool while the response streams; its result comes after the response ended,
-    as the tool use ends the response), else the last one ended before it (calls before
-    any request: none)."""
+    starts a tool as soon as its tool use has streamed, and may answer it, e.g. reject it,
+    before the response ends), else the last one ended before it (calls before any
+    request: none). A request that started before the one before it ended (their times
+    overlap: records dated as they were sent, not as they ran) is not taken as running."""
     made: dict[str, list[Call]] = {}
     done = [r for r in requests if not r.failed]
+    after = [datetime.min.replace(tzinfo=r.end.tzinfo) for r in done[:1]]
+    after += [previous.end for previous in done[:-1]]
     for call in sorted(calls, key=lambda c: c.at):
-        answered = call.result_at
         running = [
-            r for r in done
-            if r.start <= call.at <= r.end and (answered is None or answered >= r.end)
+            r for r, start in zip(done, after, strict=True)
+            if start <= r.start <= call.at <= r.end
         ]  # fmt: skip
         before = [r for r in done if r.end <= call.at]
         owner = running[-1] if running else (before[-1] if before else None)

@@ -315,3 +315,46 @@ def test_claude_code_side_request_is_counted_once(poster: OtlpPoster, traces_fir
     assert title.id == f"{session_id}/20261204T0258Z"
     assert _rows(title) == [("assistant", "Fake topic", [], "")]
     assert _usages(title) == [(100, 3, 300, 20, MODEL, pytest.approx(0.00085))]
+
+
+@pytest.mark.parametrize("traces_first", [True, False], ids=["traces", "logs"])
+def test_claude_code_steps_parallel_calls_and_a_refused_tool(
+    poster: OtlpPoster, traces_first: bool
+) -> None:
+    fixtures = [f"{V}_steps_traces.json", f"{V}_steps_logs.json"]
+    for fixture in fixtures if traces_first else fixtures[::-1]:
+        _post(poster, fixture)
+    (steps,) = _turns("742a05e8-30f6-49cd-a506-dd0099e54ccd")  # two tool steps
+    assert _rows(steps) == [
+        ("user", "Please run two steps TWOSTEPS", [], ""),
+        ("assistant", "Running it.", ["toolu_fake0001"], ""),
+        ("tool", "", [], "toolu_fake0001"),
+        ("assistant", "One more.", ["toolu_fake0004"], ""),
+        ("tool", "", [], "toolu_fake0004"),
+        ("assistant", HELLO, [], ""),
+    ]
+    assert len(_usages(steps)) == 3
+    (parallel,) = _turns("62dcb4a4-ab3d-45b4-83e3-0d9cb1fa9502")  # two calls in one response
+    assert _rows(parallel) == [
+        ("user", "Please run both PARALLEL", [], ""),
+        ("assistant", "Running both.", ["toolu_fake0009", "toolu_fake0010"], ""),
+        ("tool", "", [], "toolu_fake0009"),
+        ("tool", "", [], "toolu_fake0010"),
+        ("assistant", HELLO, [], ""),
+    ]
+    # Without --allowedTools a command that writes is refused (-p asks no one). Claude Code
+    # sends no tool_decision nor tool_result for it: the tool span and its
+    # blocked_on_user child (decision "reject") give the call and its refusal.
+    session_id = "a833266e-f338-4225-80b9-540f998cce64"
+    (refused,) = _turns(session_id)
+    assert _rows(refused) == [
+        ("user", "Please make a file REJECT", [], ""),
+        ("assistant", "Running it.", ["toolu_fake0001"], ""),
+        ("tool", "", [], "toolu_fake0001"),
+        ("assistant", "The check failed (exit code 3).", [], ""),
+    ]
+    assert _results(refused) == [
+        {"tool_call_id": "toolu_fake0001", "name": "Bash", "error": "tool_rejected"}
+    ]
+    for session in models.Session.objects.all():
+        assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
