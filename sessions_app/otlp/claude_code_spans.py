@@ -81,8 +81,12 @@ def model_name(value: Any) -> str:
 
 
 def usage_of(attrs: dict[str, Any]) -> dict[str, Any]:
-    """A request's tokens (``api_request``'s, or its span's) and cost as an event's usage."""
-    prompt = int(number(attrs.get("input_tokens")) or 0)
+    """A request's tokens (``api_request``'s, or its span's) and cost as an event's usage:
+    the input counts the cache reads and writes (Anthropic's ``input_tokens`` leaves them
+    out), as a Claude Code transcript's import does (docs/concepts.md, "Tokens and
+    cost": cached tokens are part of the input)."""
+    keys = ("input_tokens", "cache_read_tokens", "cache_creation_tokens")
+    prompt = sum(int(number(attrs.get(key)) or 0) for key in keys)
     completion = int(number(attrs.get("output_tokens")) or 0)
     details: dict[str, Any] = {}
     if model := model_name(attrs.get("model")):

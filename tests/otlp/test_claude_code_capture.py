@@ -46,6 +46,9 @@ API_ERROR_TEXT = "the-fake-overloaded-text-q93"
 TOOL_ERROR_TEXT = "Shell command failed"
 MODEL = "claude-opus-4-8"  # the API's; Claude Code's spans say "claude-opus-4-8[1m]"
 HELLO = "The command printed: hello."
+#: Each request's cache reads and writes (300 + 20): counted in its input tokens, as
+#: Anthropic's input_tokens (116, ...) leave them out.
+CACHE = 320
 ECHO = {"command": "echo hello", "description": "Run a harmless command"}
 
 
@@ -69,7 +72,8 @@ def _events(turn: models.Turn, **lookup: Any) -> list[models.Event]:
 
 
 def _usages(turn: models.Turn) -> list[tuple[Any, ...]]:
-    """Each model request's (input, output, cached, cache creation tokens, model, cost)."""
+    """Each model request's (input tokens with the cache's, output, cached, cache creation
+    tokens, model, cost)."""
     return [
         (u["prompt_tokens"], u["completion_tokens"], u["details"]["cached_input_tokens"],
          u["details"]["cache_creation_input_tokens"], u["details"]["model"],
@@ -92,7 +96,10 @@ def _assert_sessions_and_turns(*, with_text: bool) -> None:
         MODEL,
     )
     assert session.state["otlp"] == {"content_captured": True}
-    assert (session.tokens_input, session.tokens_output) == (116 + 117 + 118 + 118, 21 + 9 + 21 + 9)
+    assert (session.tokens_input, session.tokens_output) == (
+        116 + 117 + 118 + 118 + 4 * CACHE,
+        21 + 9 + 21 + 9,
+    )
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
     assert not session.cannot_resume
     first, second = _turns(S1)  # one per prompt, named by its trace
@@ -171,12 +178,12 @@ def test_claude_code_usage_cost_model_and_what_the_spans_add(poster: OtlpPoster)
     _post(poster, LOGS)
     first, second = _turns(S1)
     assert _usages(first) == [
-        (116, 21, 300, 20, MODEL, pytest.approx(0.00138)),
-        (117, 9, 300, 20, MODEL, pytest.approx(0.001085)),
+        (116 + CACHE, 21, 300, 20, MODEL, pytest.approx(0.00138)),
+        (117 + CACHE, 9, 300, 20, MODEL, pytest.approx(0.001085)),
     ]
     assert _usages(second) == [
-        (118, 21, 300, 20, MODEL, pytest.approx(0.00139)),
-        (118, 9, 300, 20, MODEL, pytest.approx(0.00109)),
+        (118 + CACHE, 21, 300, 20, MODEL, pytest.approx(0.00139)),
+        (118 + CACHE, 9, 300, 20, MODEL, pytest.approx(0.00109)),
     ]
     calling, answering = _events(first, usage__isnull=False)
     # api_request's duration; the llm_request span's time to first token.
@@ -194,7 +201,10 @@ def test_claude_code_spans_alone_land_prompts_calls_results_and_usage(
     _post(poster, TRACES)
     _assert_sessions_and_turns(with_text=False)
     first, _ = _turns(S1)
-    assert _usages(first) == [(116, 21, 300, 20, MODEL, None), (117, 9, 300, 20, MODEL, None)]
+    assert _usages(first) == [
+        (116 + CACHE, 21, 300, 20, MODEL, None),
+        (117 + CACHE, 9, 300, 20, MODEL, None),
+    ]
     (call,) = [e for e in _events(first) if e.tool_calls]
     assert call.tool_calls[0]["arguments"] == {"full_command": "echo hello"}  # the span's
 
@@ -226,8 +236,8 @@ def test_claude_code_logs_without_traces(poster: OtlpPoster) -> None:
         {"tool_call_id": "toolu_fake0021", "name": "Bash", "error": "shell_error"}
     ]
     assert _usages(first) == [
-        (116, 21, 300, 20, MODEL, pytest.approx(0.00138)),
-        (117, 9, 300, 20, MODEL, pytest.approx(0.001085)),
+        (116 + CACHE, 21, 300, 20, MODEL, pytest.approx(0.00138)),
+        (117 + CACHE, 9, 300, 20, MODEL, pytest.approx(0.001085)),
     ]
     (failed,) = _turns("1a3d19c0-a24c-4b36-86c6-3209e8647d78")
     assert (failed.id, failed.status, failed.failure_code, failed.failure_stage) == (
@@ -261,8 +271,8 @@ def test_claude_code_without_content(poster: OtlpPoster, traces_first: bool) -> 
     (call,) = [e for e in _events(turn) if e.tool_calls]
     assert call.tool_calls == [{"id": "toolu_fake0011", "name": "Bash", "arguments": {}}]
     assert _usages(turn) == [
-        (116, 21, 300, 20, MODEL, pytest.approx(0.00138)),
-        (117, 9, 300, 20, MODEL, pytest.approx(0.001085)),
+        (116 + CACHE, 21, 300, 20, MODEL, pytest.approx(0.00138)),
+        (117 + CACHE, 9, 300, 20, MODEL, pytest.approx(0.001085)),
     ]
 
 
@@ -302,7 +312,10 @@ def test_claude_code_side_request_is_counted_once(poster: OtlpPoster, traces_fir
         _post(poster, fixture)
     session_id = "9e85ea0c-3b95-47a1-bd78-d01021391f18"
     session = models.Session.objects.get(pk=session_id)
-    assert (session.tokens_input, session.tokens_output) == (100 + 116 + 117, 3 + 21 + 9)
+    assert (session.tokens_input, session.tokens_output) == (
+        100 + 116 + 117 + 3 * CACHE,
+        3 + 21 + 9,
+    )
     prompt, title = _turns(session_id)
     assert prompt.id == f"{session_id}/dd7a1d2c9eff61a46acda2159acc19fb"
     assert _rows(prompt) == [
@@ -314,7 +327,7 @@ def test_claude_code_side_request_is_counted_once(poster: OtlpPoster, traces_fir
     # The title request lands once, from its records, in a turn of its own (its minute).
     assert title.id == f"{session_id}/20261204T0258Z"
     assert _rows(title) == [("assistant", "Fake topic", [], "")]
-    assert _usages(title) == [(100, 3, 300, 20, MODEL, pytest.approx(0.00085))]
+    assert _usages(title) == [(100 + CACHE, 3, 300, 20, MODEL, pytest.approx(0.00085))]
 
 
 @pytest.mark.parametrize("traces_first", [True, False], ids=["traces", "logs"])

@@ -117,7 +117,8 @@ def test_claude_code_events_make_a_turn_without_traces_json(poster: OtlpPoster) 
     first, second = (
         e.usage or {} for e in models.Event.objects.filter(usage__isnull=False).order_by("id")
     )
-    assert (first["prompt_tokens"], first["completion_tokens"]) == (120, 40)
+    # The input counts the cache reads and writes (input_tokens leaves them out).
+    assert (first["prompt_tokens"], first["completion_tokens"]) == (120 + 100, 40)
     assert first["details"]["cost_usd"] == pytest.approx(0.0123)
     assert first["details"]["cached_input_tokens"] == 100
     assert second["prompt_tokens"] == 200
