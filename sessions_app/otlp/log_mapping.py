@@ -10,13 +10,14 @@ A trace (`landing.plan_trace`) may hold spans and log records (`otlp.logs` keeps
   stand for the model call they describe (a virtual ``chat`` span named by the span id
   they carry, so its events keep their keys when the span arrives), one per call for
   records without trace context (a call ends with its ``gen_ai.choice`` events);
-- Claude Code's events (``claude_code.*``) become the user's prompt, the assistant's
-  text, usage (tokens, cost), tool calls and results (a failed result's error is its
-  ``error_type`` as a failure code; the error message is never kept);
+- Claude Code's events (``claude_code.*``) and its own spans become the user's prompt,
+  the assistant's text, usage (tokens, cost), tool calls and results, each once
+  (`claude_code`, `claude_code_spans`);
 - a turn whose records have no trace context and no spans (Claude Code sends no traces
   by default) is completed as of its latest record (nothing marks the end of a turn),
   failed when its last model request ended in ``claude_code.api_error``; a trace's
-  records wait for its root span like the spans do (running until it arrives).
+  records wait for its root span like the spans do (running until it arrives; a trace
+  of Claude Code's spans: `claude_code.outcome`).
 """
 
 from __future__ import annotations
