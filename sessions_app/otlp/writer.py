@@ -55,6 +55,7 @@ from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan, own_session_id
 from sessions_app.otlp.openinference import without_error_details
+from sessions_app.otlp.strands import strands_attributes
 from sessions_app.otlp.watched import messages
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
@@ -89,11 +90,18 @@ class Received:
 def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
     """Of each of `records`, the attributes that may be kept, redacted like imports: with
     one prefilter pass over all of them (`redaction.redact_values`); without what may
-    hold an error's message (`_NEVER_KEPT`, `openinference.without_error_details`); a
-    model span's input without the earlier history the mapping never reads
-    (`history.kept_inputs`)."""
+    hold an error's message (`_NEVER_KEPT`, `openinference.without_error_details`); Strands'
+    spans' messages as GenAI attributes (`strands.strands_attributes`); a model span's
+    input without the earlier history the mapping never reads (`history.kept_inputs`)."""
     kept = [
-        kept_inputs(_keepable(without_error_details(r.attributes, r.status_code))) for r in records
+        kept_inputs(
+            _keepable(
+                strands_attributes(
+                    without_error_details(r.attributes, r.status_code), r.status_code
+                )
+            )
+        )
+        for r in records
     ]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)
