@@ -220,3 +220,36 @@ def test_strands_without_content_lands_calls_results_usage_and_failures(
     assert _outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
     text = database_text()
     assert (SECRET in text, MODEL_SECRET in text, "[REDACTED]" in text) == (False, False, False)
+
+
+@pytest.mark.parametrize(
+    "fixture", ["strands_1.62.0_spans.json", "strands_1.62.0_latest_spans.json"]
+)
+def test_strands_spans_sent_one_by_one_root_last_land_the_same(
+    poster: OtlpPoster, fixture: str
+) -> None:
+    document = json.loads((FIXTURES / fixture).read_text())
+    (resource,) = document["resourceSpans"]
+    (scope,) = resource["scopeSpans"]
+    roots = {s["traceId"]: s for s in scope["spans"] if not s.get("parentSpanId")}
+
+    # Each span in a request of its own, the traces in run order, each trace's spans
+    # latest-starting first: its root comes last.
+    def order(span: dict[str, Any]) -> tuple[int, int]:
+        root = roots[span["traceId"]]
+        return int(root["startTimeUnixNano"]), -int(span["startTimeUnixNano"])
+
+    for span in sorted(scope["spans"], key=order):
+        one = {"resourceSpans": [{**resource, "scopeSpans": [{**scope, "spans": [span]}]}]}
+        response = poster.post(json.dumps(one).encode(), "application/json")
+        assert response.status_code == 200, response.content
+    prefix = WITH_CONTENT[fixture]
+    assert_two_weather_runs(f"{prefix}-s1", APP)
+    session = models.Session.objects.get(pk=f"{prefix}-s1")
+    assert (session.tokens_input, session.tokens_output) == (12 + 30 + 41, 5 + 7 + 6)
+    (failing,) = _turns(f"{prefix}-fail")
+    assert _outcome(failing) == ("completed", "", "", "", "")
+    assert (_error_result(failing) or {}).get("error") == "ConnectionError"
+    (down,) = _turns(f"{prefix}-down")
+    assert _outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
+    assert SECRET not in database_text()
