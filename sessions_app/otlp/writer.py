@@ -40,6 +40,7 @@ from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import RESYNC
+from sessions_app.otlp import vercel_ai
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
@@ -91,9 +92,10 @@ def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
     one prefilter pass over all of them (`redaction.redact_values`); without what may
     hold an error's message (`_NEVER_KEPT`, `openinference.without_error_details`); a
     model span's input without the earlier history the mapping never reads
-    (`history.kept_inputs`)."""
+    (`history.kept_inputs`; the Vercel AI SDK's: `vercel_ai.kept`)."""
     kept = [
-        kept_inputs(_keepable(without_error_details(r.attributes, r.status_code))) for r in records
+        kept_inputs(_keepable(vercel_ai.kept(without_error_details(r.attributes, r.status_code))))
+        for r in records
     ]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)
