@@ -8,9 +8,10 @@ Each fixture holds, with ``telemetry.metadata`` (AI SDK 5 and 6) or the runtime 
 
 - session ``<p>-s1``: the two weather runs of `tests.otlp.weather_runs` ("Weather in
   Paris?" through the tool, then "And in Rome?" with the first run passed as history);
-- session ``<p>-fail``: "Weather in Atlantis?", whose tool raises ``Error(SECRET)``: the SDK
-  hands the error to the model as a ``tool-error`` (its message in the next model call's
-  ``ai.prompt.messages``) and the run goes on to the model's answer;
+- session ``<p>-fail``: "Weather in Atlantis?", whose tool raises ``Error(SECRET)``: from AI
+  SDK 5 on, the SDK hands the error to the model as a ``tool-error`` (its message in the
+  next model call's ``ai.prompt.messages``) and the run goes on to the model's answer; AI
+  SDK 4's ``generateText`` throws (``AI_ToolExecutionError``);
 - session ``<p>-down``: the model raises the SDK's ``APICallError(DOWN)`` (a provider's
   503): ``generateText`` throws.
 
@@ -20,7 +21,8 @@ Fixtures: ``vercel_ai_6.0.333_spans.json`` (``vercel6``), the same runs with
 ``ai.usage.promptTokens``) and AI SDK 7 through ``@ai-sdk/otel``'s ``LegacyOpenTelemetry``
 (``vercel_ai_7.0.173_legacy_spans.json``, ``vercel7l``: the session in
 ``ai.settings.context.sessionId``, each tool span a child of its model span, which ends
-after it).
+after it), AI SDK 4 (``vercel_ai_4.3.19_spans.json``, ``vercel4``: ``args`` and ``result``
+for the calls' input and output).
 """
 
 from __future__ import annotations
@@ -43,7 +45,10 @@ V6 = "vercel_ai_6.0.333_spans.json"
 NO_CONTENT = "vercel_ai_6.0.333_nocontent_spans.json"
 V5 = "vercel_ai_5.0.277_spans.json"
 V7_LEGACY = "vercel_ai_7.0.173_legacy_spans.json"
-WITH_CONTENT = [(V6, "vercel6"), (V5, "vercel5"), (V7_LEGACY, "vercel7l")]
+V4 = "vercel_ai_4.3.19_spans.json"
+#: The fixtures with content whose tool error the SDK hands to the model (AI SDK 5 on).
+HANDING = [(V6, "vercel6"), (V5, "vercel5"), (V7_LEGACY, "vercel7l")]
+WITH_CONTENT = [*HANDING, (V4, "vercel4")]
 SECRET = "the-vercel-tool-exception-text-v3"
 DOWN = "the-vercel-provider-error-text-v3"
 APP = "vercel-weather"
@@ -97,7 +102,9 @@ def test_the_fixtures_are_the_sdks_own_spans() -> None:
         assert not any(k.startswith("gen_ai.operation") for s in spans for k in s["attrs"])
         failed = [s for s in spans if s["status"].get("code") == 2]
         assert {s["name"] for s in failed} == names  # the tool, the model call, the root
-        assert all(s["status"]["message"] in (SECRET, DOWN) for s in failed)
+        assert all(
+            SECRET in s["status"]["message"] or DOWN in s["status"]["message"] for s in failed
+        )
     handed = [
         s["attrs"]["ai.prompt.messages"]
         for s in _spans(V6)
@@ -126,7 +133,7 @@ def test_vercel_ai_lands_the_two_weather_runs(
     assert turn_ids == [f"{prefix}-s1/{s['traceId']}" for s in roots]
 
 
-@pytest.mark.parametrize(("fixture", "prefix"), WITH_CONTENT)
+@pytest.mark.parametrize(("fixture", "prefix"), HANDING)
 def test_vercel_ai_tool_error_handed_to_the_model(
     poster: OtlpPoster, fixture: str, prefix: str
 ) -> None:
@@ -153,6 +160,31 @@ def test_vercel_ai_tool_error_handed_to_the_model(
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
     # The exception's message (status descriptions, exception events, the error result
     # in the next model call's input) is stored nowhere.
+    assert SECRET not in database_text()
+
+
+def test_vercel_ai_4_tool_error_fails_the_turn_at_the_tool(poster: OtlpPoster) -> None:
+    _land(poster, V4)
+    (turn,) = _turns("vercel4-fail")
+    # AI SDK 4 does not hand a tool's error to the model: generateText throws, the root
+    # span fails, and the failure is the tool span's (its exception's class, "Error").
+    assert (turn.status, turn.reason, turn.failure_code, turn.failure_stage) == (
+        "failed",
+        "agent_error",
+        "error",
+        "tool",
+    )
+    assert turn.failure_message == ""
+    assert event_rows(turn_id=turn.id) == [
+        ("system", SYSTEM, [], ""),
+        ("user", "Weather in Atlantis?", [], ""),
+        ("assistant", "", ["call_atlantis"], ""),
+        ("tool", "", [], "call_atlantis"),
+    ]
+    result = models.Event.objects.get(turn_id=turn.id, role="tool")
+    assert (result.tool_response or {})["error"] == "Error"
+    session = models.Session.objects.get(pk="vercel4-fail")
+    assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
     assert SECRET not in database_text()
 
 
