@@ -297,8 +297,8 @@ def _legacy_adk(attrs: dict[str, Any], key: str, legacy: str) -> Any:
     return value
 
 
-def _author(span: SpanLike) -> str:
-    name = span.attributes.get("gen_ai.agent.name") or span.attributes.get("resource.service.name")
+def _author(attrs: dict[str, Any]) -> str:
+    name = attrs.get("gen_ai.agent.name") or attrs.get("resource.service.name")
     return str(name)[:255] if name else "agent"
 
 
@@ -307,7 +307,7 @@ def span_drafts(
 ) -> list[Draft]:
     """The candidate events of one span (before the turn drops repeats); `model`:
     `_is_model(span)` when the caller knows it."""
-    attrs, author = vercel_ai.tool_attributes(span.attributes), _author(span)  # ai.toolCall.*
+    author = _author(attrs := vercel_ai.as_genai(span.attributes))  # the AI SDK's ai.* too
     if model is None:
         model = _is_model(span)
     drafts: list[Draft] = []

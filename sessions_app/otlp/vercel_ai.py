@@ -12,7 +12,8 @@ The SDK names each span by its ``ai.operationId``: ``ai.generateText`` / ``ai.st
 its output ``ai.response.text`` and ``ai.response.toolCalls`` (JSON of {toolCallId,
 toolName, input | args}); `input_messages` and `output_messages` give them as GenAI
 messages (``role`` and ``parts``). A tool span carries ``ai.toolCall.id``, ``.name``,
-``.args`` and ``.result`` (JSON text), given as ``gen_ai.tool.*`` by `tool_attributes`.
+``.args`` and ``.result`` (JSON text), given as ``gen_ai.tool.*`` by `as_genai` (and a
+span's ``ai.telemetry.functionId`` as ``gen_ai.agent.name``, as AI SDK 7 names it).
 Usage and model are on the model span in the GenAI names too (``gen_ai.usage.*``,
 ``gen_ai.request.model``, ``gen_ai.response.model``). The session and user are
 ``telemetry.metadata`` keys (``ai.telemetry.metadata.sessionId`` / ``userId``, as Langfuse
@@ -43,8 +44,8 @@ from typing import Any, Protocol, TypeVar
 
 from sessions_app.ingest.normalise import json_or_none
 
-__all__ = ["CONTENT_KEYS", "SESSION_KEYS", "USER_KEYS", "in_call_order", "input_messages",
-           "kept", "operation_of", "output_messages", "tool_attributes"]  # fmt: skip
+__all__ = ["CONTENT_KEYS", "SESSION_KEYS", "USER_KEYS", "as_genai", "in_call_order",
+           "input_messages", "kept", "operation_of", "output_messages"]  # fmt: skip
 
 #: The session and user of a trace (`mapping.SESSION_KEYS`, `USER_KEYS` read them).
 SESSION_KEYS = ("ai.telemetry.metadata.sessionId", "ai.settings.context.sessionId")
@@ -194,14 +195,20 @@ def output_messages(attributes: dict[str, Any]) -> list[dict[str, Any]] | None:
     return [{"role": "assistant", "parts": parts}]
 
 
-def tool_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
-    """An ``ai.toolCall`` span's attributes with its call id, tool name, arguments and
-    result (``ai.toolCall.result``, JSON text, decoded) under the ``gen_ai.tool.*``
-    names `mapping` reads; the same dict for any other span."""
-    if "ai.toolCall.id" not in attributes:
+def as_genai(attributes: dict[str, Any]) -> dict[str, Any]:
+    """An AI SDK span's attributes with what `mapping` reads under the GenAI names too:
+    its ``ai.telemetry.functionId`` as ``gen_ai.agent.name`` (the events' author), and an
+    ``ai.toolCall`` span's call id, tool name, arguments and result
+    (``ai.toolCall.result``, JSON text, decoded) as ``gen_ai.tool.*``; the GenAI names
+    the span sends win. The same dict for any other span."""
+    if "ai.operationId" not in attributes:
         return attributes
-    found = {"gen_ai.tool.call.id": attributes["ai.toolCall.id"],
-             "gen_ai.tool.name": attributes.get("ai.toolCall.name")}  # fmt: skip
+    found: dict[str, Any] = {}
+    if (function_id := attributes.get("ai.telemetry.functionId")) is not None:
+        found["gen_ai.agent.name"] = function_id
+    if "ai.toolCall.id" in attributes:
+        found["gen_ai.tool.call.id"] = attributes["ai.toolCall.id"]
+        found["gen_ai.tool.name"] = attributes.get("ai.toolCall.name")
     if "ai.toolCall.args" in attributes:
         found["gen_ai.tool.call.arguments"] = attributes["ai.toolCall.args"]
     if (result := attributes.get("ai.toolCall.result")) is not None:

@@ -28,12 +28,16 @@ for the calls' input and output).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sessions_app import models
+from sessions_app.otlp import log_mapping, vercel_ai
+from sessions_app.otlp.decode import JSON, SpanRecord, decode_request, spans_of
 from sessions_app.otlp.models import OtlpSpan
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.rows import event_rows
@@ -128,6 +132,8 @@ def test_vercel_ai_lands_the_two_weather_runs(
     assert (session.user_id, session.tokens_input, session.tokens_output) == ("u1", 83, 18)
     assert session.state["otlp"] == {"content_captured": True}
     assert session.orphan_result_count == 0 and not session.cannot_resume
+    events = models.Event.objects.filter(session=session)
+    assert {e.author for e in events} == {"weather-agent"}  # ai.telemetry.functionId
     turn_ids = [t.id for t in _turns(f"{prefix}-s1")]
     roots = [s for s in _spans(fixture) if s["name"] == "ai.generateText"][:2]
     assert turn_ids == [f"{prefix}-s1/{s['traceId']}" for s in roots]
@@ -225,6 +231,37 @@ def test_vercel_ai_keeps_only_what_the_mapping_reads_of_a_model_input(
     assert [m["role"] for m in rome] == ["system", "user"]  # not the first run again
     failed_result = next(m for m in inputs if "call_atlantis" in json.dumps(m))[-1]
     assert failed_result["content"][0]["output"] == {"type": "error-text", "value": ""}
+
+
+def _plan(records: Sequence[SpanRecord]) -> list[tuple[Any, ...]]:
+    by_trace: dict[str, list[SpanRecord]] = {}
+    for record in records:
+        by_trace.setdefault(record.trace_id, []).append(record)
+    return [
+        (log_mapping.place(s), log_mapping.turn_drafts(s), log_mapping.turn_outcome(s))
+        for _, s in sorted(by_trace.items())
+    ]
+
+
+@pytest.mark.parametrize("fixture", [V6, NO_CONTENT, V5, V7_LEGACY, V4])
+def test_vercel_ai_plans_the_same_turns_from_kept_spans(fixture: str) -> None:
+    """What `vercel_ai.kept` leaves out (the history before the last assistant message,
+    error results' values) is nothing the mapping reads."""
+    records = spans_of(decode_request((FIXTURES / fixture).read_bytes(), JSON))[0]
+    kept = [replace(r, attributes=vercel_ai.kept(r.attributes)) for r in records]
+    assert _plan(kept) == _plan(records)
+    changed = {
+        k.span_id for k, r in zip(kept, records, strict=True) if k.attributes != r.attributes
+    }
+    # The model calls given history: Paris's second, Rome's, Atlantis's second (not in AI
+    # SDK 4, whose run stops at the tool's error).
+    with_history = {
+        r.span_id
+        for r in records
+        if '"role":"assistant"' in str(r.attributes.get("ai.prompt.messages", ""))
+    }
+    assert changed == with_history
+    assert len(with_history) == (0 if fixture == NO_CONTENT else 2 if fixture == V4 else 3)
 
 
 def test_vercel_ai_without_content_lands_calls_results_usage_and_failures(
