@@ -30,8 +30,10 @@ dates a span's start to the millisecond (``Date.now()``) and its end to the frac
 tool run right after a model call may read as started up to a millisecond before that
 call ended; and AI SDK 7's ``LegacyOpenTelemetry`` ends a step's model span after the
 step's tools ran (its ``ai.toolCall`` spans are that model span's children).
-`in_call_order` moves such a tool span to the model call's end, so the call and its
-result follow the model output that made the call (as the SDK ran them).
+Likewise the next model call may read as started before the tool span ended.
+`in_call_order` moves such a tool span to the model call's end, and the next model call
+to the tool's end, so the call and its result follow the model output that made the call
+and come before the next model call (as the SDK ran them).
 """
 
 from __future__ import annotations
@@ -94,21 +96,30 @@ def _asks_for(model: TimedSpan, call_id: Any) -> bool:
 
 
 def _asking(models: list[Span], tool: TimedSpan) -> Span | None:
-    """The model call that asked for `tool`'s run: its parent (AI SDK 7's legacy spans),
-    else the one whose output names its call id, else the latest that started by the
-    tool's start and ended by its end (content not captured)."""
+    """The model call that asked for `tool`'s run: its parent (``streamText``'s, AI SDK 7's
+    legacy spans), else the one whose output names its call id, else (content not
+    captured) the latest that started by the tool's start and finished for tool calls
+    (``ai.response.finishReason``, sent without content too), else that ended by the
+    tool's end."""
     call_id = tool.attributes.get("ai.toolCall.id")
     for model in models:
         if model.span_id == tool.parent_span_id or _asks_for(model, call_id):
             return model
-    earlier = [m for m in models if m.start_at <= tool.start_at and m.end_at <= tool.end_at]
-    return max(earlier, key=lambda m: m.start_at, default=None)
+    earlier = [m for m in models if m.start_at <= tool.start_at]
+    asked = [m for m in earlier if m.attributes.get("ai.response.finishReason") == "tool-calls"]
+    ended = [m for m in earlier if m.end_at <= tool.end_at]
+    return max(asked or ended, key=lambda m: m.start_at, default=None)
+
+
+def _moved(span: Span, start: datetime, end: datetime) -> Span:
+    return replace(span, start_at=start, end_at=end)  # type: ignore[type-var]
 
 
 def in_call_order(spans: Sequence[Span]) -> list[Span]:
     """`spans` by start time (then span id), as `mapping.turn_drafts` reads them, each AI
-    SDK tool span that starts before the end of the model call that asked for it moved
-    to start at that end (and to end there, when it ended earlier; module docstring)."""
+    SDK tool span read as starting no earlier than the end of the model call that asked
+    for it, and the next model call as starting no earlier than the tool's end (module
+    docstring); a moved span's end is never before its start."""
     ordered = sorted(spans, key=lambda s: (s.start_at, s.span_id))
     tools = [s for s in ordered if s.attributes.get("ai.operationId") == TOOL_CALL]
     if not tools:
@@ -116,14 +127,23 @@ def in_call_order(spans: Sequence[Span]) -> list[Span]:
     models = [s for s in ordered if operation_of(s.attributes) == "chat"]
     moved: dict[str, Span] = {}
     for tool in tools:
-        asking = _asking(models, tool)
-        if asking is not None and asking.end_at > tool.start_at:
-            end = max(tool.end_at, asking.end_at)
-            moved[tool.span_id] = replace(tool, start_at=asking.end_at, end_at=end)  # type: ignore[type-var]
+        if (found := _asking(models, tool)) is None:
+            continue
+        asking = moved.get(found.span_id, found)  # as moved after an earlier tool
+        start = max(tool.start_at, asking.end_at)
+        end = max(tool.end_at, start)
+        if (start, end) != (tool.start_at, tool.end_at):
+            moved[tool.span_id] = _moved(tool, start, end)
+        following = [m for m in models if m.start_at > found.start_at]
+        if following:  # the next model call, read as starting after the tool ended
+            after = min(following, key=lambda m: m.start_at)
+            after = moved.get(after.span_id, after)
+            if after.start_at < end:
+                moved[after.span_id] = _moved(after, end, max(after.end_at, end))
     if not moved:
         return ordered
-    found = [moved.get(s.span_id, s) for s in ordered]
-    return sorted(found, key=lambda s: (s.start_at, s.span_id))
+    placed = [moved.get(s.span_id, s) for s in ordered]
+    return sorted(placed, key=lambda s: (s.start_at, s.span_id))
 
 
 def _arguments(part: dict[str, Any]) -> Any:

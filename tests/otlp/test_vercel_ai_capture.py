@@ -3,7 +3,7 @@
 replayed from ``tests/otlp/fixtures/vercel_ai_*_spans.json`` (how they were made:
 ``tests/otlp/fixtures/README.md``).
 
-Each fixture holds, with ``telemetry.metadata`` (AI SDK 5 and 6) or the runtime context
+Each fixture holds, with ``telemetry.metadata`` (AI SDK 4 to 6) or the runtime context
 (AI SDK 7) naming the session and user ``u1``:
 
 - session ``<p>-s1``: the two weather runs of `tests.otlp.weather_runs` ("Weather in
@@ -21,8 +21,10 @@ Fixtures: ``vercel_ai_6.0.333_spans.json`` (``vercel6``), the same runs with
 ``ai.usage.promptTokens``) and AI SDK 7 through ``@ai-sdk/otel``'s ``LegacyOpenTelemetry``
 (``vercel_ai_7.0.173_legacy_spans.json``, ``vercel7l``: the session in
 ``ai.settings.context.sessionId``, each tool span a child of its model span, which ends
-after it), AI SDK 4 (``vercel_ai_4.3.19_spans.json``, ``vercel4``: ``args`` and ``result``
-for the calls' input and output).
+after it), the same runs through ``streamText`` (``vercel_ai_6.0.333_stream_spans.json``,
+``vercel6s``: ``ai.streamText`` > ``ai.streamText.doStream`` > ``ai.toolCall``, the tool
+run while its model call streams), AI SDK 4 (``vercel_ai_4.3.19_spans.json``,
+``vercel4``: ``args`` and ``result`` for the calls' input and output).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +53,9 @@ NO_CONTENT = "vercel_ai_6.0.333_nocontent_spans.json"
 V5 = "vercel_ai_5.0.277_spans.json"
 V7_LEGACY = "vercel_ai_7.0.173_legacy_spans.json"
 V4 = "vercel_ai_4.3.19_spans.json"
+STREAM = "vercel_ai_6.0.333_stream_spans.json"
 #: The fixtures with content whose tool error the SDK hands to the model (AI SDK 5 on).
-HANDING = [(V6, "vercel6"), (V5, "vercel5"), (V7_LEGACY, "vercel7l")]
+HANDING = [(V6, "vercel6"), (STREAM, "vercel6s"), (V5, "vercel5"), (V7_LEGACY, "vercel7l")]
 WITH_CONTENT = [*HANDING, (V4, "vercel4")]
 SECRET = "the-vercel-tool-exception-text-v3"
 DOWN = "the-vercel-provider-error-text-v3"
@@ -101,7 +105,9 @@ def test_the_fixtures_are_the_sdks_own_spans() -> None:
     for fixture, _ in [*WITH_CONTENT, (NO_CONTENT, "vercel6nc")]:
         spans = _spans(fixture)
         names = {s["name"] for s in spans}
-        assert names == {"ai.generateText", "ai.generateText.doGenerate", "ai.toolCall"}
+        call = "ai.streamText" if fixture == STREAM else "ai.generateText"
+        model = f"{call}.doStream" if fixture == STREAM else f"{call}.doGenerate"
+        assert names == {call, model, "ai.toolCall"}
         assert all(s["attrs"]["ai.operationId"] == s["name"] for s in spans)
         assert not any(k.startswith("gen_ai.operation") for s in spans for k in s["attrs"])
         failed = [s for s in spans if s["status"].get("code") == 2]
@@ -135,7 +141,7 @@ def test_vercel_ai_lands_the_two_weather_runs(
     events = models.Event.objects.filter(session=session)
     assert {e.author for e in events} == {"weather-agent"}  # ai.telemetry.functionId
     turn_ids = [t.id for t in _turns(f"{prefix}-s1")]
-    roots = [s for s in _spans(fixture) if s["name"] == "ai.generateText"][:2]
+    roots = [s for s in _spans(fixture) if not s.get("parentSpanId")][:2]
     assert turn_ids == [f"{prefix}-s1/{s['traceId']}" for s in roots]
 
 
@@ -243,7 +249,7 @@ def _plan(records: Sequence[SpanRecord]) -> list[tuple[Any, ...]]:
     ]
 
 
-@pytest.mark.parametrize("fixture", [V6, NO_CONTENT, V5, V7_LEGACY, V4])
+@pytest.mark.parametrize("fixture", [V6, NO_CONTENT, STREAM, V5, V7_LEGACY, V4])
 def test_vercel_ai_plans_the_same_turns_from_kept_spans(fixture: str) -> None:
     """What `vercel_ai.kept` leaves out (the history before the last assistant message,
     error results' values) is nothing the mapping reads."""
@@ -262,6 +268,60 @@ def test_vercel_ai_plans_the_same_turns_from_kept_spans(fixture: str) -> None:
     }
     assert changed == with_history
     assert len(with_history) == (0 if fixture == NO_CONTENT else 2 if fixture == V4 else 3)
+
+
+def _record(span_id: str, name: str, start: int, end: int, parent: str = "r", **attrs: Any) -> Any:
+    """A span of the AI SDK's named `name`, from `start` to `end` microseconds."""
+    at = datetime(2026, 12, 4, tzinfo=UTC)
+    return SpanRecord(
+        "0" * 32,
+        span_id,
+        parent,
+        name,
+        at + timedelta(microseconds=start),
+        at + timedelta(microseconds=end),
+        0,
+        {"ai.operationId": name, **attrs},
+    )
+
+
+def test_each_tool_run_is_read_between_its_model_calls() -> None:
+    """`vercel_ai.in_call_order` on the shapes the fixtures show (their timings vary from
+    run to run): OpenTelemetry JS dates a span's start to the millisecond."""
+    finish = "ai.response.finishReason"
+    asking = _record("a", "ai.generateText.doGenerate", 0, 1100, **{finish: "tool-calls"})
+    tool = _record("t", "ai.toolCall", 1000, 2300, **{"ai.toolCall.id": "c1"})
+    answer = _record("b", "ai.generateText.doGenerate", 2000, 2500, **{finish: "stop"})
+    ordered = vercel_ai.in_call_order([answer, tool, asking])
+    assert [(s.span_id, s.start_at, s.end_at) for s in ordered] == [
+        ("a", asking.start_at, asking.end_at),
+        ("t", asking.end_at, tool.end_at),  # after the call that asked for it
+        ("b", tool.end_at, answer.end_at),  # after the tool's end
+    ]
+    # Content not captured: the tool and the next call read as started in the same
+    # millisecond (the next call by its finish reason is not the one that asked).
+    quick = _record("t", "ai.toolCall", 1000, 1500, **{"ai.toolCall.id": "c1"})
+    next_call = _record("b", "ai.generateText.doGenerate", 1000, 1900, **{finish: "stop"})
+    ordered = vercel_ai.in_call_order([next_call, quick, asking])
+    assert [(s.span_id, s.start_at) for s in ordered] == [
+        ("a", asking.start_at),
+        ("t", asking.end_at),
+        ("b", quick.end_at),
+    ]
+    # AI SDK 7's legacy spans (and streamText's): the tool a child of its model call,
+    # which ends after it.
+    parent = _record("p", "ai.generateText.doGenerate", 0, 5000)
+    child = _record("c", "ai.toolCall", 1000, 2000, parent="p", **{"ai.toolCall.id": "c2"})
+    assert [(s.start_at, s.end_at) for s in vercel_ai.in_call_order([child, parent])] == [
+        (parent.start_at, parent.end_at),
+        (parent.end_at, parent.end_at),
+    ]
+    # A tool run after its model call is left as it is; other producers' spans sorted.
+    after = _record("t", "ai.toolCall", 1200, 1900, **{"ai.toolCall.id": "c1"})
+    assert vercel_ai.in_call_order([answer, after, asking]) == [asking, after, answer]
+    chat = replace(asking, attributes={"gen_ai.operation.name": "chat"})
+    run = replace(tool, attributes={"gen_ai.operation.name": "execute_tool"})
+    assert vercel_ai.in_call_order([run, chat]) == [chat, run]
 
 
 def test_vercel_ai_without_content_lands_calls_results_usage_and_failures(
