@@ -26,10 +26,11 @@ model span's input only what the mapping reads (the system messages and those af
 last assistant message, as `history` does for the GenAI attribute).
 
 A tool span may start before the model call that asked for it ended: OpenTelemetry JS
-dates a span's start to the millisecond (``Date.now()``) and its end to the fraction, so a
-tool run right after a model call may read as started up to a millisecond before that
-call ended; and AI SDK 7's ``LegacyOpenTelemetry`` ends a step's model span after the
-step's tools ran (its ``ai.toolCall`` spans are that model span's children).
+dates a span's start to the whole millisecond (in every capture) and its end to the
+fraction, so a tool run right after a model call may read as started up to a millisecond
+before that call ended; and ``streamText`` (its tools run while the model streams) and AI
+SDK 7's ``LegacyOpenTelemetry`` end a step's model span after the step's tools ran (the
+``ai.toolCall`` spans are that model span's children).
 Likewise the next model call may read as started before the tool span ended.
 `in_call_order` moves such a tool span to the model call's end, and the next model call
 to the tool's end, so the call and its result follow the model output that made the call
@@ -156,11 +157,11 @@ def _result(part: dict[str, Any]) -> Any:
     output = part.get("output")
     if isinstance(output, dict):
         if output.get("type") in ERROR_OUTPUTS:
-            return TOOL_ERROR
+            return dict(TOOL_ERROR)
         if output.get("type") == "execution-denied":
             return {"error": "execution_denied"}
         return output.get("value")
-    return TOOL_ERROR if part.get("isError") else part.get("result")
+    return dict(TOOL_ERROR) if part.get("isError") else part.get("result")
 
 
 def _genai_part(part: Any) -> dict[str, Any] | None:
