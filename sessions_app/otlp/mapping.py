@@ -21,6 +21,7 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from agentops.runtime.session import FailureStage, failure_code_of
+from sessions_app.otlp import vercel_ai
 from sessions_app.otlp.messages import (
     EVENTS_KEY,
     Message,
@@ -53,6 +54,7 @@ SESSION_KEYS = (
     "langsmith.metadata.thread_id",
     "metadata.session_id",
     "metadata.thread_id",
+    *vercel_ai.SESSION_KEYS,  # the Vercel AI SDK's telemetry metadata
 )
 #: Attributes naming a trace's turn, first match wins.
 TURN_KEYS = ("adk.turn_id", "gcp.vertex.agent.invocation_id", "gen_ai.agent.call.id")
@@ -138,7 +140,7 @@ def place(spans: Sequence[SpanLike]) -> Place:
         session_key=_first(ordered, SESSION_KEYS),
         turn_key=_first(ordered, TURN_KEYS),
         app_name=_first(ordered, ("resource.service.name",)) or "otlp",
-        user_id=_first(ordered, USER_KEYS),
+        user_id=_first(ordered, (*USER_KEYS, *vercel_ai.USER_KEYS)),
         content_captured=any(has_content(span.attributes) for span in spans),
         model=_model(sorted(spans, key=lambda s: (s.start_at, s.span_id), reverse=True)),
     )
@@ -165,11 +167,11 @@ def _model(spans: Sequence[SpanLike]) -> str:
 
 def operation(span: SpanLike) -> str:
     """The GenAI operation of a span (``gen_ai.operation.name``, else its OpenInference
-    span kind's, else its name's first word, e.g. "chat gpt-4o" -> "chat")."""
-    name = span.attributes.get("gen_ai.operation.name")
+    span kind's or AI SDK operation's, else its name's first word: "chat gpt-4o" -> "chat")."""
+    name = (attrs := span.attributes).get("gen_ai.operation.name")
     if isinstance(name, str) and name:
         return name
-    return operation_of(span.attributes) or span.name.split(" ", 1)[0].lower()
+    return operation_of(attrs) or vercel_ai.operation_of(attrs) or span.name.split(" ")[0].lower()
 
 
 #: Attributes (and prefixes) that make a span a model call whatever its operation.
@@ -295,8 +297,8 @@ def _legacy_adk(attrs: dict[str, Any], key: str, legacy: str) -> Any:
     return value
 
 
-def _author(span: SpanLike) -> str:
-    name = span.attributes.get("gen_ai.agent.name") or span.attributes.get("resource.service.name")
+def _author(attrs: dict[str, Any]) -> str:
+    name = attrs.get("gen_ai.agent.name") or attrs.get("resource.service.name")
     return str(name)[:255] if name else "agent"
 
 
@@ -305,7 +307,7 @@ def span_drafts(
 ) -> list[Draft]:
     """The candidate events of one span (before the turn drops repeats); `model`:
     `_is_model(span)` when the caller knows it."""
-    attrs, author = span.attributes, _author(span)
+    author = _author(attrs := vercel_ai.as_genai(span.attributes))  # the AI SDK's ai.* too
     if model is None:
         model = _is_model(span)
     drafts: list[Draft] = []
@@ -376,9 +378,7 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
         (d.at, d.at, n, d) for n, d in enumerate(extra)
     ]
     first_model = True
-    ordered = [
-        (span, _is_model(span)) for span in sorted(spans, key=lambda s: (s.start_at, s.span_id))
-    ]
+    ordered = [(span, _is_model(span)) for span in vercel_ai.in_call_order(spans)]
     model_ids = {span.span_id for span, model in ordered if model}
     for span, model in ordered:
         # ADK's legacy generate_content span repeats its call_llm parent's usage.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import RESYNC
+from sessions_app.otlp import vercel_ai
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
@@ -90,21 +91,28 @@ class Received:
 def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
     """Of each of `records`, the attributes that may be kept, redacted like imports: with
     one prefilter pass over all of them (`redaction.redact_values`); without what may
-    hold an error's message (`_NEVER_KEPT`, `openinference.without_error_details`); Strands'
-    spans' messages as GenAI attributes (`strands.strands_attributes`); a model span's
-    input without the earlier history the mapping never reads (`history.kept_inputs`)."""
-    kept = [
-        kept_inputs(
-            _keepable(
-                strands_attributes(
-                    without_error_details(r.attributes, r.status_code), r.status_code
-                )
-            )
-        )
-        for r in records
-    ]
+    hold an error's message (`_NEVER_KEPT`, and each producer's own: `_PRODUCER_SHAPES`,
+    which also make its shapes plain GenAI attributes); a model span's input without the
+    earlier history the mapping never reads (`history.kept_inputs`)."""
+    kept = [kept_inputs(_keepable(_plain(r.attributes, r.status_code))) for r in records]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)
+
+
+#: Producers whose spans are made plain before they are kept, in order: each takes a span's
+#: attributes and status code and returns them as the mapping reads them (the same dict
+#: for a span that is not its producer's), without what may hold an error's message.
+_PRODUCER_SHAPES: tuple[Callable[[dict[str, Any], int], dict[str, Any]], ...] = (
+    without_error_details,  # OpenInference
+    strands_attributes,  # Strands Agents
+    lambda attributes, _status: vercel_ai.kept(attributes),  # the Vercel AI SDK
+)
+
+
+def _plain(attributes: dict[str, Any], status_code: int) -> dict[str, Any]:
+    for shape in _PRODUCER_SHAPES:
+        attributes = shape(attributes, status_code)
+    return attributes
 
 
 def _keepable(attributes: dict[str, Any]) -> dict[str, Any]:
