@@ -51,6 +51,8 @@ from sessions_app.otlp.landing import (
     plan_trace,
     refusal,
 )
+from sessions_app.otlp.langfuse import ERROR_KEYS as LANGFUSE_ERROR_KEYS
+from sessions_app.otlp.langfuse import langfuse_attributes
 from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan, own_session_id
@@ -60,8 +62,8 @@ from sessions_app.otlp.watched import messages
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
 
-#: Attribute names never kept: exception details and status descriptions.
-_NEVER_KEPT = ("exception.", "otel.status_description", "error.message")
+#: Attribute names never kept: exception details and status descriptions (Langfuse's too).
+_NEVER_KEPT = ("exception.", "otel.status_description", "error.message", *LANGFUSE_ERROR_KEYS)
 
 
 @dataclass(slots=True)
@@ -91,13 +93,17 @@ def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
     """Of each of `records`, the attributes that may be kept, redacted like imports: with
     one prefilter pass over all of them (`redaction.redact_values`); without what may
     hold an error's message (`_NEVER_KEPT`, `openinference.without_error_details`); Strands'
-    spans' messages as GenAI attributes (`strands.strands_attributes`); a model span's
+    spans' messages as GenAI attributes (`strands.strands_attributes`), Langfuse's
+    observations as GenAI spans (`langfuse.langfuse_attributes`); a model span's
     input without the earlier history the mapping never reads (`history.kept_inputs`)."""
     kept = [
         kept_inputs(
             _keepable(
-                strands_attributes(
-                    without_error_details(r.attributes, r.status_code), r.status_code
+                langfuse_attributes(
+                    strands_attributes(
+                        without_error_details(r.attributes, r.status_code), r.status_code
+                    ),
+                    r.status_code,
                 )
             )
         )
