@@ -21,7 +21,10 @@ system prompt "Answer in one line."), and session ``<p>-fail`` whose tool raises
   (an ``agent``, a ``tool``) and ``start_as_current_generation`` around a plain OpenAI
   client, the input, output, model and ``usage_details`` (``input`` / ``output``) set
   by hand, the session and user with ``update_current_trace`` (on the root alone); the
-  failed spans have OpenTelemetry's exception event and status ERROR.
+  failed spans have OpenTelemetry's exception event and status ERROR;
+- ``langfuse_3.15.0_nocontent_spans.json`` (``lfnc-``): the first style with the client
+  made with ``mask=`` a function returning None: no input, output or metadata is sent (the
+  generations' model and usage are).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ RUNS = {
     "langfuse_3.15.0_spans.json": ("lf", "agent_error"),
     "langfuse_3.15.0_manual_spans.json": ("lfm", "connection_error"),
 }
+NO_CONTENT = "langfuse_3.15.0_nocontent_spans.json"
 
 
 def _spans(fixture: str) -> list[dict[str, Any]]:
@@ -169,6 +173,58 @@ def test_langfuse_kept_spans_hold_no_error_text_level_or_whole_history(
         assert "langfuse.observation.input" not in attributes
         inputs = json.loads(attributes["gen_ai.input.messages"])
         assert [m["role"] for m in inputs if m["role"] == "assistant"] == []
+
+
+# --- without content (a mask dropping every input and output) ----------------------------
+
+
+def test_langfuse_without_content_lands_calls_results_usage_and_failure(
+    poster: OtlpPoster,
+) -> None:
+    _land(poster, NO_CONTENT)
+    session = models.Session.objects.get(pk="lfnc-s1")
+    assert (session.app_name, session.user_id, session.title, session.model) == (
+        APP,
+        "user-7",
+        "",
+        MODEL,
+    )
+    assert session.state["otlp"] == {"content_captured": False}
+    turns = _turns(session.id)
+    assert [t.id for t in turns] == _turn_ids(NO_CONTENT, session.id)
+    for turn in turns:
+        assert turn.status == "completed"
+        assert "message content was not captured" in turn.status_note
+    # The tool observation's call (no call id: its span's) and its result (not
+    # captured), each generation's usage alone.
+    tool_span = next(
+        s for s in _spans(NO_CONTENT) if s["attrs"]["langfuse.observation.type"] == "tool"
+    )
+    call_id = f"span-{tool_span['spanId']}"
+    events = models.Event.objects.filter(turn_id=turns[0].id, usage__isnull=True)
+    call, result = events.order_by("id")
+    assert call.tool_calls == [{"id": call_id, "name": "get_weather", "arguments": {}}]
+    assert result.tool_response == {
+        "tool_call_id": call_id,
+        "name": "get_weather",
+        "result": {"content_captured": False},
+    }
+    assert turn_rows(turns[0]) == [
+        ("assistant", "", [], ""),
+        ("assistant", "", [call_id], ""),
+        ("tool", "", [], call_id),
+        ("assistant", "", [], ""),
+    ]
+    assert turn_rows(turns[1]) == [("assistant", "", [], "")]
+    used = models.Event.objects.filter(session=session, usage__isnull=False).order_by("id")
+    assert [tokens_of(e) for e in used] == [(12, 5), (30, 7), (41, 6)]
+    assert {(e.usage or {})["details"]["model"] for e in used} == {MODEL}
+    assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
+    (failed,) = _turns("lfnc-fail")
+    assert _outcome(failed) == ("failed", "agent_error", "agent_error", "tool", "")
+    error = models.Event.objects.get(turn_id=failed.id, role="tool").tool_response or {}
+    assert (error["name"], error["error"]) == ("get_weather", "error")
+    assert SECRET not in database_text()
 
 
 # --- shapes the runs do not hold -------------------------------------------------------
