@@ -7,8 +7,10 @@ public key as the user, the dashboard's key as the secret).
 
 Each fixture holds, for its prefix ``<p>``: session ``<p>-s1`` with the two weather runs
 of `weather_runs` ("Weather in Paris?" through the tool, "And in Rome?" without it; the
-system prompt "Answer in one line."), and session ``<p>-fail`` whose tool raises
-``ConnectionError(SECRET)`` and whose run raises with it:
+system prompt "Answer in one line."), session ``<p>-fail`` whose tool raises
+``ConnectionError(SECRET)`` and whose run raises with it, and session ``<p>-down`` whose
+model server answers 500 (its body's message `MODEL_SECRET`: the client raises, and the
+run with it):
 
 - ``langfuse_3.15.0_spans.json`` (``lf-``): ``@observe(as_type="agent")`` and
   ``@observe(as_type="tool")`` functions, the model called through the OpenAI drop-in
@@ -47,11 +49,17 @@ from tests.test_redaction_shapes import database_text
 FIXTURES = Path(__file__).parent / "fixtures"
 APP = "langfuse-weather"
 SECRET = "the-langfuse-tool-exception-text-w8"
-#: Each fixture's session prefix and the failure code of its failed tool: the exception's
-#: class where the spans name it (OpenTelemetry's exception event), else `agent_error`.
+MODEL_SECRET = "the-langfuse-model-error-text-m5"
+#: Each fixture's session prefix and the failure codes of its failed tool and model: the
+#: exception's class where the spans name it (OpenTelemetry's exception event), else
+#: `agent_error`.
 RUNS = {
-    "langfuse_3.15.0_spans.json": ("lf", "agent_error"),
-    "langfuse_3.15.0_manual_spans.json": ("lfm", "connection_error"),
+    "langfuse_3.15.0_spans.json": ("lf", "agent_error", "agent_error"),
+    "langfuse_3.15.0_manual_spans.json": (
+        "lfm",
+        "connection_error",
+        "openai.internal_server_error",
+    ),
 }
 NO_CONTENT = "langfuse_3.15.0_nocontent_spans.json"
 
@@ -126,7 +134,7 @@ def test_langfuse_runs_land_as_the_two_weather_turns(poster: OtlpPoster, fixture
 @pytest.mark.parametrize("fixture", RUNS)
 def test_langfuse_failing_tool_fails_the_turn_at_the_tool(poster: OtlpPoster, fixture: str) -> None:
     _land(poster, fixture)
-    prefix, code = RUNS[fixture]
+    prefix, code, _ = RUNS[fixture]
     session_id = f"{prefix}-fail"
     (turn,) = _turns(session_id)
     assert turn.id == _turn_ids(fixture, session_id)[0]
@@ -153,6 +161,23 @@ def test_langfuse_failing_tool_fails_the_turn_at_the_tool(poster: OtlpPoster, fi
     assert SECRET not in database_text()
 
 
+@pytest.mark.parametrize("fixture", RUNS)
+def test_langfuse_failing_model_fails_the_turn_at_the_provider(
+    poster: OtlpPoster, fixture: str
+) -> None:
+    _land(poster, fixture)
+    prefix, _, code = RUNS[fixture]
+    session_id = f"{prefix}-down"
+    (turn,) = _turns(session_id)
+    assert turn.id == _turn_ids(fixture, session_id)[0]
+    # The generation failed (level ERROR, the server's message as its status message):
+    # stage provider, the client's exception class where the span names it.
+    assert _outcome(turn) == ("failed", "agent_error", code, "provider", "")
+    assert turn_rows(turn) == [("system", SYSTEM, [], ""), ("user", "Is the model down?", [], "")]
+    assert models.Event.objects.filter(session_id=session_id, usage__isnull=False).count() == 0
+    assert MODEL_SECRET not in database_text()
+
+
 def test_langfuse_kept_spans_hold_no_error_text_level_or_whole_history(
     poster: OtlpPoster,
 ) -> None:
@@ -160,15 +185,16 @@ def test_langfuse_kept_spans_hold_no_error_text_level_or_whole_history(
         _land(poster, fixture)
     # The status message (the exception's message), the level, the exception events and
     # status descriptions: none kept.
-    assert SECRET not in database_text()
+    text = database_text()
+    assert (SECRET in text, MODEL_SECRET in text, "Error code" in text) == (False, False, False)
     kept = [span.attributes for span in OtlpSpan.objects.all()]
-    assert len(kept) == 2 * 9
+    assert len(kept) == 2 * 11
     assert not any(k.startswith("langfuse.observation.level") for a in kept for k in a)
     assert not any(k.startswith("langfuse.observation.status_message") for a in kept for k in a)
     # A generation's input (the whole conversation, with the drop-in's tool definitions)
     # is kept as GenAI messages after the last assistant message only.
     generations = [a for a in kept if a["langfuse.observation.type"] == "generation"]
-    assert len(generations) == 2 * 4
+    assert len(generations) == 2 * 5
     for attributes in generations:
         assert "langfuse.observation.input" not in attributes
         inputs = json.loads(attributes["gen_ai.input.messages"])
@@ -224,7 +250,10 @@ def test_langfuse_without_content_lands_calls_results_usage_and_failure(
     assert _outcome(failed) == ("failed", "agent_error", "agent_error", "tool", "")
     error = models.Event.objects.get(turn_id=failed.id, role="tool").tool_response or {}
     assert (error["name"], error["error"]) == ("get_weather", "error")
-    assert SECRET not in database_text()
+    (down,) = _turns("lfnc-down")
+    assert _outcome(down) == ("failed", "agent_error", "agent_error", "provider", "")
+    text = database_text()
+    assert (SECRET in text, MODEL_SECRET in text) == (False, False)
 
 
 # --- shapes the runs do not hold -------------------------------------------------------
