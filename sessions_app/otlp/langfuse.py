@@ -163,7 +163,8 @@ def _messages(items: list[Any]) -> list[dict[str, Any]]:
                 names[call_id] = name
                 parts.append({"type": "tool_call", "id": call_id, "name": name,
                               "arguments": function.get("arguments")})  # fmt: skip
-        messages.append({"role": item["role"], "parts": parts})
+        role = "system" if item["role"] == "developer" else item["role"]  # OpenAI's newer name
+        messages.append({"role": role, "parts": parts})
     return messages
 
 

@@ -292,6 +292,25 @@ def test_langfuse_attributes_read_other_inputs_outputs_and_usage_names() -> None
     assert (kept["user.id"], "langfuse.observation.level" in kept) == ("u-1", False)
 
 
+def test_langfuse_generation_input_developer_message_is_the_system_prompt() -> None:
+    messages = [
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+    ]
+    kept = langfuse_attributes(
+        {
+            "langfuse.observation.type": "generation",
+            "langfuse.observation.input": json.dumps({"messages": messages, "tools": []}),
+        },
+        1,
+    )
+    assert json.loads(kept["gen_ai.input.messages"]) == [
+        {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "Weather?"}]},
+    ]
+    assert "langfuse.observation.input" not in kept
+
+
 def test_langfuse_generation_input_that_is_no_messages_is_kept_as_sent() -> None:
     attributes = {
         "langfuse.observation.type": "generation",
