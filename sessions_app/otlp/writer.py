@@ -52,6 +52,8 @@ from sessions_app.otlp.landing import (
     plan_trace,
     refusal,
 )
+from sessions_app.otlp.langfuse import ERROR_KEYS as LANGFUSE_ERROR_KEYS
+from sessions_app.otlp.langfuse import langfuse_attributes
 from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan, own_session_id
@@ -61,8 +63,8 @@ from sessions_app.otlp.watched import messages
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
 
-#: Attribute names never kept: exception details and status descriptions.
-_NEVER_KEPT = ("exception.", "otel.status_description", "error.message")
+#: Attribute names never kept: exception details and status descriptions (Langfuse's too).
+_NEVER_KEPT = ("exception.", "otel.status_description", "error.message", *LANGFUSE_ERROR_KEYS)
 
 
 @dataclass(slots=True)
@@ -105,6 +107,7 @@ def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
 _PRODUCER_SHAPES: tuple[Callable[[dict[str, Any], int], dict[str, Any]], ...] = (
     without_error_details,  # OpenInference
     strands_attributes,  # Strands Agents
+    langfuse_attributes,  # the Langfuse SDK's observations
     lambda attributes, _status: vercel_ai.kept(attributes),  # the Vercel AI SDK
 )
 
