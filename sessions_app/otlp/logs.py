@@ -8,7 +8,8 @@ its ``event.name`` attribute; other log records are accepted and not kept. Each 
 record becomes a `SpanRecord` of kind `log_mapping.LOG` in the trace it names (its
 ``parent_span_id`` the span it names), or of kind `log_mapping.UNTRACED` in a trace id
 derived from its app, session and turn (`log_mapping.untraced_keys`; a Codex record's
-turn: `codex_events.keyed`) when it has no trace context. Its ``span_id`` is a digest of
+turn: `codex_events.keyed`) when it has no trace context (a Codex record always: its
+trace is Codex's own tracing, not its turn). Its ``span_id`` is a digest of
 the record and its resource, so a re-sent record is kept once. A GenAI record's body and
 message attributes are kept as its event (under `messages.EVENTS_KEY`, as span events
 are); Claude Code's ``error`` attribute (the raw error message), ``error.message``,
@@ -136,7 +137,7 @@ def log_records_of(
                 else:
                     kept.update(attributes)
                 digest = hashlib.sha256(origin + record.SerializeToString(deterministic=True))
-                traced = record.trace_id not in (b"", bytes(16))
+                traced = record.trace_id not in (b"", bytes(16)) and not codex
                 trace_id = record.trace_id.hex() if traced else _untraced_trace(app, kept, at)
                 parent = record.span_id.hex() if record.span_id != bytes(8) else ""
                 records.append(

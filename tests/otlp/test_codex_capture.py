@@ -19,7 +19,9 @@ then answers in text (which Codex does not export). The runs:
   exec`` exits on that error without exporting its records); the CLI's own title request
   is a conversation of its own;
 - ``nocontent``: ``log_user_prompt = false`` (the prompt sent as ``[REDACTED]``);
-- ``echo.pb``: an echo run exported with ``protocol = "binary"``.
+- ``echo.pb``: an echo run exported with ``protocol = "binary"``;
+- ``traced_1`` + ``traced_2``: an echo run with a ``trace_exporter`` set too, which puts
+  Codex's own tracing's ids on some records.
 """
 
 from __future__ import annotations
@@ -350,3 +352,25 @@ def test_codex_streamed_deltas_are_not_kept_and_a_resent_export_is_stored_once(
     before = (OtlpSpan.objects.count(), models.Event.objects.count())
     _land(poster, "echo_1", "echo_2")  # the exporter's retry
     assert (OtlpSpan.objects.count(), models.Event.objects.count()) == before
+
+
+def test_codex_records_with_trace_context_still_land_in_their_prompts_turn(
+    poster: OtlpPoster,
+) -> None:
+    # With a `trace_exporter` set, Codex puts its own tracing's ids on some records.
+    records = _records("traced_1", "traced_2")
+    traced = {r["attrs"]["event.name"] for r in records if (r.get("traceId") or "").strip("0")}
+    assert {"codex.tool_decision", "codex.tool_result"} <= traced
+    _land(poster, "traced_1", "traced_2")
+    conversation = _conversation("traced_1", "traced_2")
+    (call_id,) = _call_ids("traced_1", "traced_2")
+    assert list(models.Session.objects.values_list("pk", flat=True)) == [conversation]
+    (turn,) = _turns(conversation)
+    assert event_rows(turn_id=turn.id) == [
+        ("user", ECHO, [], ""),
+        ("assistant", "", [], ""),
+        ("assistant", "", [call_id], ""),
+        ("tool", "", [], call_id),
+        ("assistant", "", [], ""),
+    ]
+    assert _usages(turn) == _sent_usage("traced_1", "traced_2")
