@@ -6,10 +6,12 @@ OpenAI's Codex CLI exports log records without trace context (its ``[otel]`` exp
 - `kept` says which records are kept and with which attributes: the user's prompt
   (``codex.user_prompt``), each model request (``codex.api_request``), the streamed
   response's usage or failure (``codex.sse_event`` of ``response.completed`` with token
-  counts, or of a failure; the other streamed events, one per delta, are not kept), and
-  the tool calls (``codex.tool_decision``, ``codex.tool_result``). A failed tool's
-  ``output`` (the error message Codex gave the model) and a shell command's output when
-  it exited with another code than 0 are never kept: the exit code is kept instead;
+  counts, or one that failed: ``response.failed``, or any with an ``error.message``; the
+  other streamed events, one per delta, are not kept), and the tool calls
+  (``codex.tool_decision``, ``codex.tool_result``). A record's ``error.message`` is never
+  kept (`FAILED_KEY` says it had one), nor a failed tool's ``output`` (the error message
+  Codex gave the model), nor a shell command's output when it exited with another code
+  than 0 (its exit code is kept instead);
 - `keyed` puts each record in a turn: the turn of the conversation's latest prompt (its
   time, UTC to the millisecond), the prompt's own records included; records sent before
   any prompt of their request (a turn cut across two exports) join the conversation's
@@ -21,7 +23,7 @@ OpenAI's Codex CLI exports log records without trace context (its ``[otel]`` exp
   when the decision denied it; a failed tool ``tool_error``; a command that exited with
   code n ``exit_code_<n>``);
 - `outcome`: completed as of the latest record, or failed at stage provider when the
-  last model request failed (``http_<status>``, else ``api_error``).
+  last model request failed (``http_<status>``, else ``api_error``: its stream failed).
 """
 
 from __future__ import annotations
@@ -39,13 +41,25 @@ from sessions_app.otlp.decode import SpanRecord
 from sessions_app.otlp.mapping import Draft, Outcome
 from sessions_app.otlp.messages import arguments_object
 
-__all__ = ["CODEX", "TURN_KEY", "drafts", "has_content", "kept", "keyed", "outcome"]
+__all__ = [
+    "CODEX",
+    "EXIT_KEY",
+    "FAILED_KEY",
+    "TURN_KEY",
+    "drafts",
+    "has_content",
+    "kept",
+    "keyed",
+    "outcome",
+]
 
 CODEX = "codex."
 #: Attribute of a kept Codex record: the key of its turn (`keyed`).
 TURN_KEY = "otlp.log.turn"
 #: Attribute of a kept ``codex.tool_result``: the exit code its shell command reported.
 EXIT_KEY = "otlp.codex.exit_code"
+#: Attribute of a kept Codex record that came with an ``error.message`` (not kept).
+FAILED_KEY = "otlp.codex.failed"
 #: Codex's placeholder for a prompt it was told not to export.
 REDACTED = "[REDACTED]"
 _EXIT = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
@@ -59,17 +73,24 @@ def _event(name: str) -> str:
     return name.removeprefix(CODEX)
 
 
-def kept(name: str, attributes: dict[str, Any]) -> dict[str, Any] | None:
-    """The attributes to keep of a Codex record named `name`, or None when it is not
-    kept (see the module docstring)."""
+def _failed_stream(attributes: dict[str, Any]) -> bool:
+    kind = str(attributes.get("event.kind") or "")
+    return kind in _FAILED_STREAM or bool(attributes.get(FAILED_KEY))
+
+
+def kept(name: str, attributes: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any] | None:
+    """The attributes to keep of a Codex record named `name` (`attributes`: those the
+    receiver keeps of any record; `raw`: all it sent), or None when it is not kept (see
+    the module docstring)."""
     event = _event(name)
+    found = {k: v for k, v in attributes.items() if k != "auth.error"}
+    if raw.get("error.message"):
+        found[FAILED_KEY] = True
     if event == "sse_event":
-        kind = str(attributes.get("event.kind") or "")
-        if "input_token_count" not in attributes and kind not in _FAILED_STREAM:
+        if "input_token_count" not in found and not _failed_stream(found):
             return None
     elif event not in ("user_prompt", "api_request", "tool_decision", "tool_result"):
         return None
-    found = {k: v for k, v in attributes.items() if k != "auth.error"}
     if event == "tool_result":
         output = found.get("output")
         exited = _EXIT.search(output) if isinstance(output, str) else None
@@ -222,13 +243,14 @@ def drafts(records: Sequence[SpanRecord]) -> list[Draft]:
 def outcome(records: Sequence[SpanRecord]) -> Outcome:
     """A turn of Codex records without trace context: completed as of its latest record,
     failed (stage provider) when its last model request failed: an HTTP status of 400 or
-    more (``http_<status>``), or its stream failed (``api_error``)."""
+    more (``http_<status>``), else an error without one (no answer) or a failed stream
+    (``api_error``)."""
     last = max(r.start_at for r in records)
     requests = [
         r
         for r in records
         if r.name == CODEX + "api_request"
-        or (r.name == CODEX + "sse_event" and "input_token_count" not in r.attributes)
+        or (r.name == CODEX + "sse_event" and _failed_stream(r.attributes))
     ]
     if requests:
         final = requests[-1].attributes
@@ -236,6 +258,6 @@ def outcome(records: Sequence[SpanRecord]) -> Outcome:
         if status is not None and status >= 400:
             return Outcome("failed", "agent_error", failure_code_of(f"http_{status}"),
                            "provider", last)  # fmt: skip
-        if _event(requests[-1].name) == "sse_event":
+        if _event(requests[-1].name) == "sse_event" or final.get(FAILED_KEY):
             return Outcome("failed", "agent_error", "api_error", "provider", last)
     return Outcome("completed", "", "", "", last)

@@ -117,11 +117,12 @@ def log_records_of(
                 if len(record.trace_id) not in (0, 16) or len(record.span_id) not in (0, 8):
                     bad += 1
                     continue
-                attributes = _kept(attributes_of(record.attributes))
+                raw = attributes_of(record.attributes)
+                attributes = _kept(raw)
                 body = any_value(record.body) if record.HasField("body") else None
                 name = _event_name(record, body, attributes, scope_logs.scope.name)
                 codex = name.startswith(codex_events.CODEX)
-                found = codex_events.kept(name, attributes) if codex else attributes
+                found = codex_events.kept(name, attributes, raw) if codex else attributes
                 if not name or found is None:
                     continue  # not an event this receiver reads: accepted, not kept
                 attributes = found

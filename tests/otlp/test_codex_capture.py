@@ -21,7 +21,10 @@ then answers in text (which Codex does not export). The runs:
 - ``nocontent``: ``log_user_prompt = false`` (the prompt sent as ``[REDACTED]``);
 - ``echo.pb``: an echo run exported with ``protocol = "binary"``;
 - ``traced_1`` + ``traced_2``: an echo run with a ``trace_exporter`` set too, which puts
-  Codex's own tracing's ids on some records.
+  Codex's own tracing's ids on some records;
+- ``tui_retries_1`` .. ``_4``: the interactive CLI with ``request_max_retries`` and
+  ``stream_max_retries`` 1: a prompt answered HTTP 500 every time, then a prompt whose
+  stream ends in ``response.failed``.
 """
 
 from __future__ import annotations
@@ -374,3 +377,43 @@ def test_codex_records_with_trace_context_still_land_in_their_prompts_turn(
         ("assistant", "", [], ""),
     ]
     assert _usages(turn) == _sent_usage("traced_1", "traced_2")
+
+
+RETRIES = ("tui_retries_1", "tui_retries_2", "tui_retries_3", "tui_retries_4")
+
+
+def test_codex_retried_server_error_and_failed_stream_fail_their_turns(
+    poster: OtlpPoster,
+) -> None:
+    records = _records(*RETRIES)
+    prompts = [r for r in records if r["attrs"].get("event.name") == "codex.user_prompt"]
+    conversation = prompts[0]["attrs"]["conversation.id"]
+    mine = [r["attrs"] for r in records if r["attrs"].get("conversation.id") == conversation]
+    statuses = [
+        (a["http.response.status_code"], a["attempt"])
+        for a in mine
+        if a.get("event.name") == "codex.api_request"
+    ]
+    # request_max_retries = 1 (two attempts), and the CLI retried the turn once more;
+    # then the stream failure's request and its retry (stream_max_retries = 1).
+    failed = [("500", "0"), ("500", "1"), ("500", "0"), ("500", "1")]
+    assert statuses == [*failed, ("200", "0"), ("200", "0")]
+    messages = [a["error.message"] for a in mine if "error.message" in a]
+    assert any("the-fake-stream-error-text-hm58" in m for m in messages)
+    _land(poster, *RETRIES)
+
+    turns = _turns(conversation)
+    assert [(t.status, t.reason, t.failure_code, t.failure_stage) for t in turns] == [
+        ("failed", "agent_error", "http_500", "provider"),
+        ("failed", "agent_error", "api_error", "provider"),
+    ]
+    assert [event_rows(turn_id=t.id) for t in turns] == [
+        [("user", "Ask for a server-error now.", [], "")],
+        [("user", "Ask for a stream-failure now.", [], "")],
+    ]
+    assert all(t.failure_message == "" for t in turns)
+    text = database_text()
+    for message in messages:
+        assert message not in text
+    assert "the-fake-stream-error-text-hm58" not in text
+    assert "stream disconnected" not in text
