@@ -19,9 +19,9 @@ OpenAI's Codex CLI exports log records without trace context (its ``[otel]`` exp
 - `drafts` makes the events: the prompt (unless Codex sent ``[REDACTED]``:
   ``log_user_prompt`` is off), the usage of each model call (tokens, cached and reasoning
   tokens, model, the request's duration), each tool call (at its decision, with the
-  arguments its result carries) and its result (the command's output; ``tool_rejected``
-  when the decision denied it; a failed tool ``tool_error``; a command that exited with
-  code n ``exit_code_<n>``);
+  arguments its result carries) and its result, once (the command's output;
+  ``tool_rejected`` when the decision denied it; a failed tool ``tool_error``; a command
+  that exited with code n ``exit_code_<n>``);
 - `outcome`: completed as of the latest record, or failed at stage provider when the
   last model request failed (``http_<status>``, else ``api_error``: its stream failed).
 """
@@ -64,6 +64,8 @@ FAILED_KEY = "otlp.codex.failed"
 REDACTED = "[REDACTED]"
 _EXIT = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 _FAILED_STREAM = ("response.failed", "response.incomplete", "error")
+#: A ``codex.tool_decision`` that did not let the tool run.
+_REFUSED = ("denied", "abort", "timed_out")
 #: The latest prompt turn of each (app, conversation) this process saw (`keyed`).
 _LATEST: OrderedDict[tuple[str, str], str] = OrderedDict()
 _REMEMBERED = 4096
@@ -199,6 +201,8 @@ def drafts(records: Sequence[SpanRecord]) -> list[Draft]:
         if r.name == CODEX + "tool_result" and r.attributes.get("call_id")
     }
     decided: set[str] = set()
+    refused: set[str] = set()
+    answered: set[str] = set()
     request: dict[str, Any] | None = None
     found: list[Draft] = []
     floor = records[0].start_at if records else datetime.min
@@ -227,14 +231,13 @@ def drafts(records: Sequence[SpanRecord]) -> list[Draft]:
             call = {"id": call_id, "name": name, "arguments": arguments}
             found.append(Draft(f"{key}:call", called, "assistant", author,
                                tool_calls=[call], finish_reason="tool_calls"))  # fmt: skip
-        response: dict[str, Any] = {"tool_call_id": call_id, "name": name}
-        if event == "tool_decision" and str(attrs.get("decision", "")).lower() in (
-            "denied", "abort", "rejected", "reject"
-        ):  # fmt: skip
-            response["error"] = "tool_rejected"
-            found.append(Draft(f"{key}:result", at, "tool", author, tool_response=response))
-        elif event == "tool_result":
-            response.update(_result(attrs))
+        if event == "tool_decision" and str(attrs.get("decision", "")).lower() in _REFUSED:
+            refused.add(call_id)
+        answers = event == "tool_result" or (call_id in refused and call_id not in results)
+        if answers and call_id not in answered:  # one result a call
+            answered.add(call_id)
+            response = {"tool_call_id": call_id, "name": name}
+            response.update({"error": "tool_rejected"} if call_id in refused else _result(attrs))
             found.append(Draft(f"{key}:result", at, "tool", author, tool_response=response))
         floor = at
     return found

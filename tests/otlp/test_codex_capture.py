@@ -417,3 +417,32 @@ def test_codex_retried_server_error_and_failed_stream_fail_their_turns(
         assert message not in text
     assert "the-fake-stream-error-text-hm58" not in text
     assert "stream disconnected" not in text
+
+
+def _denied(name: str) -> bytes:
+    """The fixture with its ``codex.tool_decision`` saying ``denied`` (not captured: a
+    real run's decision, changed)."""
+    document = json.loads((FIXTURES / f"{V}_{name}.json").read_text())
+    for resource in document["resourceLogs"]:
+        for scope in resource["scopeLogs"]:
+            for record in scope["logRecords"]:
+                for attribute in record.get("attributes", []):
+                    if attribute["key"] == "decision":
+                        attribute["value"] = {"stringValue": "denied"}
+    return json.dumps(document).encode()
+
+
+@pytest.mark.parametrize("with_result", [False, True])
+def test_codex_denied_tool_call_is_answered_once_by_its_rejection(
+    poster: OtlpPoster, with_result: bool
+) -> None:
+    response = poster.post(_denied("echo_1"), "application/json", path="/v1/logs")
+    assert response.status_code == 200, response.content
+    if with_result:  # a result that came all the same answers nothing more
+        _land(poster, "echo_2")
+    conversation = _conversation("echo_1")
+    (call_id,) = _call_ids("echo_2")
+    (turn,) = _turns(conversation)
+    answers = [e.tool_response for e in _events(turn) if e.role == "tool"]
+    assert answers == [{"tool_call_id": call_id, "name": "exec_command", "error": "tool_rejected"}]
+    assert models.Session.objects.get(pk=conversation).protocol_issue_count == 0
