@@ -29,6 +29,7 @@ OpenAI's Codex CLI exports log records without trace context (its ``[otel]`` exp
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -68,6 +69,7 @@ _FAILED_STREAM = ("response.failed", "response.incomplete", "error")
 _REFUSED = ("denied", "abort", "timed_out")
 #: The latest prompt turn of each (app, conversation) this process saw (`keyed`).
 _LATEST: OrderedDict[tuple[str, str], str] = OrderedDict()
+_LATEST_LOCK = threading.Lock()  # requests are decoded in several threads
 _REMEMBERED = 4096
 
 
@@ -127,13 +129,13 @@ def keyed(
             continue
         app = str(attrs.get("resource.service.name") or "otlp")
         where = (app, conversation)
-        if record.name == CODEX + "user_prompt":
-            latest[where] = _turn_key(record.start_at)
-            _LATEST[where] = latest[where]
-            _LATEST.move_to_end(where)
-            while len(_LATEST) > _REMEMBERED:
-                _LATEST.popitem(last=False)
-        turn = latest.get(where) or _LATEST.get(where)
+        with _LATEST_LOCK:
+            if record.name == CODEX + "user_prompt":
+                latest[where] = _LATEST[where] = _turn_key(record.start_at)
+                _LATEST.move_to_end(where)
+                while len(_LATEST) > _REMEMBERED:
+                    _LATEST.popitem(last=False)
+            turn = latest.get(where) or _LATEST.get(where)
         if not turn:
             keyed_records.append(record)
             continue
