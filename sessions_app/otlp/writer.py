@@ -40,6 +40,7 @@ from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import RESYNC
+from sessions_app.otlp.autogen import bookkeeping_only, without_runtime_messages
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
@@ -47,6 +48,7 @@ from sessions_app.otlp.landing import (
     OWNER_HOST,
     Plan,
     existing_rows,
+    keep_unlanded,
     land,
     plan_trace,
     refusal,
@@ -55,6 +57,7 @@ from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan, own_session_id
 from sessions_app.otlp.openinference import without_error_details
+from sessions_app.otlp.tool_results import without_failed_results
 from sessions_app.otlp.watched import messages
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
@@ -165,6 +168,10 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
         new_records = [record for new in fresh.values() for record in new.values()]
         for record, kept_values in zip(new_records, keep_attributes(new_records), strict=True):
             record.attributes = kept_values
+        without_failed_results(fresh, kept)  # what a failed tool told the model
+        without_runtime_messages(new_records)  # AutoGen's copy of every message
+        # AutoGen's traces of agent creation and runtime messages alone land nowhere.
+        idle = {t for t, new in fresh.items() if bookkeeping_only([*kept[t], *new.values()])}
         plans = [
             plan_trace(
                 trace_id,
@@ -175,7 +182,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 note,
             )
             for trace_id, new in fresh.items()
-            if new
+            if new and trace_id not in idle
         ]
         sessions, turns = existing_rows(plans)
         accepted: list[Plan] = []
@@ -188,6 +195,9 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 accepted.append(plan)
                 done.accepted += len(plan.fresh)
         landed = land(accepted, sessions, turns, now)
+        unlanded = [record for trace_id in idle for record in fresh[trace_id].values()]
+        keep_unlanded(unlanded, now)
+        done.accepted += len(unlanded)
     done.new_events, done.turns, done.created = landed.new_events, landed.turns, landed.created
     done.events, done.turn_payloads, done.left = landed.events, landed.turn_payloads, landed.left
     return done
