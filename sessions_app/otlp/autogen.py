@@ -15,10 +15,10 @@ link to the sender's instead of being its children). Such a trace, made only of 
 spans, is no agent run: `bookkeeping_only` says so, and the receiver keeps its spans
 without making a session or a turn of it (a later span of the trace that is a run's
 makes it land). The run of an agent a team drives is a trace whose root is the
-runtime's ``publish`` span, which ends as soon as the message is handed over, before the
-run; `run_root` takes the trace's first ``invoke_agent`` span as the turn's root then,
-so the turn ends, completes or fails with the agent's run (until that span arrives, the
-turn ends with the runtime's root).
+runtime's ``publish`` span: AutoGen leaves it unset when the run failed (the
+``process`` and ``invoke_agent`` spans under it say so), so the turn's root is the
+trace's first ``invoke_agent`` span (`run_root`): the turn ends, completes or fails with
+the agent's run.
 
 The runtime's spans carry the whole message they deliver as JSON in their ``message``
 attribute (every chat message, tool call and result, the text of a tool's exception

@@ -186,12 +186,20 @@ def land(
     return done
 
 
-def keep_unlanded(records: Sequence[SpanRecord], received_at: datetime) -> None:
+def keep_unlanded(
+    records: Sequence[SpanRecord], received_at: datetime, landed: Sequence[Plan] = ()
+) -> None:
     """Keep `records`, spans of traces that land nowhere yet (`autogen.bookkeeping_only`):
-    no session, no turn, until a later span of their trace makes it land."""
+    no session, no turn, until a later span of their trace makes it land; the spans so
+    kept of the traces of `landed` (plans just landed) take their session and turn (one
+    query per trace: only AutoGen's traces are ever kept so)."""
     if records:
         rows = ([*(getattr(r, name) for name in SPAN_FIELDS), received_at, "", ""] for r in records)
         insert_rows(OtlpSpan, _SPAN_COLUMNS, rows)
+    for plan in landed:
+        OtlpSpan.objects.filter(trace_id=plan.trace_id, turn_id="").update(
+            session_id=plan.session_id, turn_id=plan.turn_id
+        )
 
 
 _NEW_SESSION_COLUMNS = ("id", "app_name", "user_id", "title", "state", "source_format", "model",

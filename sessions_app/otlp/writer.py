@@ -151,11 +151,14 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     with transaction.atomic():
         kept: dict[str, list[SpanRecord]] = defaultdict(list)
         previous: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        unlanded_before: set[str] = set()
         for *values, session_id, turn_id in _kept_spans({r.trace_id for r in allowed}):
             span = SpanRecord(*values)
             kept[span.trace_id].append(span)
             if turn_id:
                 previous[span.trace_id].add((session_id, turn_id))
+            else:  # kept while its trace landed nowhere (`keep_unlanded`)
+                unlanded_before.add(span.trace_id)
         known = {(span.trace_id, span.span_id) for spans in kept.values() for span in spans}
         fresh: dict[str, dict[str, SpanRecord]] = defaultdict(dict)
         for record in allowed:
@@ -196,7 +199,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 done.accepted += len(plan.fresh)
         landed = land(accepted, sessions, turns, now)
         unlanded = [record for trace_id in idle for record in fresh[trace_id].values()]
-        keep_unlanded(unlanded, now)
+        keep_unlanded(unlanded, now, [p for p in accepted if p.trace_id in unlanded_before])
         done.accepted += len(unlanded)
     done.new_events, done.turns, done.created = landed.new_events, landed.turns, landed.created
     done.events, done.turn_payloads, done.left = landed.events, landed.turn_payloads, landed.left
