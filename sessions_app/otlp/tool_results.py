@@ -7,11 +7,12 @@ the next model call's input, which hands the result back to the model.
   returned instead of "not captured".
 - `without_failed_results`: a tool that raised is answered, in the model input that
   follows, by whatever its framework told the model (AutoGen hands over the exception's
-  message as the tool's output). Before spans are kept, such a result in a model span's
-  ``gen_ai.input.messages`` is replaced by the error class its tool span names
-  (``error.type``), when that tool span is kept already or arrives in the same request
-  (an exporter sends a tool span before the model call that reads its result: the tool
-  span ends first).
+  message as the tool's output). Such a result in ``gen_ai.input.messages`` (a model
+  span's, or its GenAI events': span events, or log records such as
+  ``gen_ai.client.inference.operation.details``) is replaced by the error class its tool
+  span names (``error.type``) before the record is kept, when that tool span is kept
+  already or comes in the same request; when the tool span comes later, the records
+  kept before it are rewritten then.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sessions_app.ingest.normalise import json_or_none
+from sessions_app.otlp.messages import EVENTS_KEY
 from sessions_app.otlp.tool_pairs import pair_tool_spans
 
 if TYPE_CHECKING:
@@ -89,19 +91,47 @@ def _scrubbed(value: Any, failed: dict[str, str]) -> Any:
     return json.dumps(items, ensure_ascii=False) if isinstance(value, str) else items
 
 
+def _without_failed(record: SpanRecord, failed: dict[str, str]) -> bool:
+    """Replace in `record`'s input messages (its own, and its GenAI events': a model
+    span's, or a log record's) the results of the `failed` calls; whether any was."""
+    attrs, changed = record.attributes, {}
+    if GENAI_INPUT in attrs and (value := _scrubbed(attrs[GENAI_INPUT], failed)) is not None:
+        changed[GENAI_INPUT] = value
+    events = attrs.get(EVENTS_KEY)
+    if isinstance(events, list):
+        kept_events, scrubbed = [], False
+        for event in events:
+            fields = event.get("attributes") if isinstance(event, dict) else None
+            if isinstance(fields, dict):
+                if (value := _scrubbed(fields.get(GENAI_INPUT), failed)) is not None:
+                    event = {**event, "attributes": {**fields, GENAI_INPUT: value}}
+                    scrubbed = True
+            kept_events.append(event)
+        if scrubbed:
+            changed[EVENTS_KEY] = kept_events
+    if changed:
+        record.attributes = {**attrs, **changed}
+    return bool(changed)
+
+
 def without_failed_results(
     fresh: Mapping[str, Mapping[str, SpanRecord]], kept: Mapping[str, Sequence[SpanRecord]]
-) -> None:
+) -> list[SpanRecord]:
     """Of each trace's `fresh` records (by trace id, then span id; their attributes
     already the kept ones), replace in place the model input's results of the tool
     calls that failed (the trace's failed ``execute_tool`` spans, `kept` or fresh) by
-    their error class (the module docstring)."""
+    their error class (the module docstring); and so in the trace's `kept` records when
+    a fresh tool span failed (a log record of the model call may come before the tool
+    span: the exporters of logs and of spans send apart): those are returned, for their
+    rows to be rewritten."""
+    rewritten: list[SpanRecord] = []
     for trace_id, new in fresh.items():
         failed = _failed_calls([*kept.get(trace_id, ()), *new.values()])
         if not failed:
             continue
         for record in new.values():
-            if GENAI_INPUT in record.attributes:
-                value = _scrubbed(record.attributes[GENAI_INPUT], failed)
-                if value is not None:
-                    record.attributes = {**record.attributes, GENAI_INPUT: value}
+            _without_failed(record, failed)
+        if not (newly := _failed_calls(new.values())):
+            continue
+        rewritten += [r for r in kept.get(trace_id, ()) if _without_failed(r, newly)]
+    return rewritten

@@ -171,7 +171,10 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
         new_records = [record for new in fresh.values() for record in new.values()]
         for record, kept_values in zip(new_records, keep_attributes(new_records), strict=True):
             record.attributes = kept_values
-        without_failed_results(fresh, kept)  # what a failed tool told the model
+        for span in without_failed_results(fresh, kept):  # what a failed tool told the model
+            OtlpSpan.objects.filter(trace_id=span.trace_id, span_id=span.span_id).update(
+                attributes=span.attributes
+            )
         without_runtime_messages(new_records)  # AutoGen's copy of every message
         # AutoGen's traces of agent creation and runtime messages alone land nowhere.
         idle = {t for t, new in fresh.items() if bookkeeping_only([*kept[t], *new.values()])}

@@ -21,7 +21,11 @@ fake server answers 500 with `MODEL_SECRET`: the run raises):
   trace has the runtime's ``publish`` span as its root, which ends before the run);
 - ``autogen_0.7.5_conversation_spans.json``: the team's runs each inside a span of the
   application naming the conversation (``gen_ai.conversation.id`` ``agc-s1``,
-  ``agc-fail``, ``agc-broken``): the runtime's spans are children of it, one trace a run.
+  ``agc-fail``, ``agc-broken``): the runtime's spans are children of it, one trace a run;
+- ``autogen_0.7.5_events_spans.json`` with ``autogen_0.7.5_events_logs.json``:
+  ``AssistantAgent.run`` with ``...CAPTURE_MESSAGE_CONTENT=EVENT_ONLY``: the spans
+  without content, the messages in the instrumentation's log records
+  (``gen_ai.client.inference.operation.details``), exported apart.
 
 Every fixture also holds the ``create_agent`` traces of the agents made.
 """
@@ -31,6 +35,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sessions_app import models
 from sessions_app.otlp.models import OtlpSpan
@@ -43,6 +49,8 @@ AGENT = "autogen_0.7.5_spans.json"
 NO_CONTENT = "autogen_0.7.5_nocontent_spans.json"
 TEAM = "autogen_0.7.5_team_spans.json"
 CONVERSATION = "autogen_0.7.5_conversation_spans.json"
+EVENT_SPANS = "autogen_0.7.5_events_spans.json"
+EVENT_LOGS = "autogen_0.7.5_events_logs.json"
 SECRET = "the-autogen-tool-exception-text-k2"
 MODEL_SECRET = "the-autogen-model-exception-text-k3"
 SYSTEM = "Answer in one line."
@@ -83,8 +91,8 @@ def _run_sessions(fixture: str) -> list[str]:
     return [f"otlp-{run['traceId']}" for run in _runs(fixture)]
 
 
-def _land(poster: OtlpPoster, document: dict[str, Any]) -> None:
-    response = poster.post(json.dumps(document).encode(), "application/json")
+def _land(poster: OtlpPoster, document: dict[str, Any], path: str = "/v1/traces") -> None:
+    response = poster.post(json.dumps(document).encode(), "application/json", path=path)
     assert response.status_code == 200, response.content
     assert json.loads(response.content) == {}  # no partial success: every span kept
 
@@ -393,4 +401,33 @@ def test_autogen_runs_in_a_conversation_span_share_its_session(poster: OtlpPoste
     for session_id in ("agc-s1", "agc-fail"):
         row = models.Session.objects.get(pk=session_id)
         assert (row.protocol_issue_count, row.orphan_result_count) == (0, 0)
+    _assert_no_secret()
+
+
+# --- the messages in log records (EVENT_ONLY) --------------------------------------------
+
+
+@pytest.mark.parametrize("logs_first", [False, True])
+def test_autogen_messages_in_log_records_and_the_failed_tools_text_not_kept(
+    poster: OtlpPoster, logs_first: bool
+) -> None:
+    """The log records of the model calls fill the spans' turns; the failed tool's text
+    they hand the model is kept as its error, also when they come before the tool's span
+    (the exporters of logs and spans send apart): the records kept are rewritten then."""
+    logs = _document(EVENT_LOGS)
+    assert SECRET in json.dumps(logs)  # as the instrumentation sent it
+    if logs_first:
+        _land(poster, logs, "/v1/logs")
+        assert SECRET in database_text()  # no tool span yet: nothing says it failed
+    _land_fixture(poster, EVENT_SPANS)
+    if not logs_first:
+        _land(poster, logs, "/v1/logs")
+    paris_id, rome_id, atlantis_id, mars_id = _run_sessions(EVENT_SPANS)
+    assert models.Session.objects.count() == 4
+    (paris,), (rome,) = _turns(paris_id), _turns(rome_id)
+    _assert_conversation_runs(paris, rome)
+    (atlantis,) = _turns(atlantis_id)
+    _assert_tool_failure(atlantis)
+    (mars,) = _turns(mars_id)
+    _assert_model_failure(mars)
     _assert_no_secret()
