@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from agentops.runtime.session import FailureStage, failure_code_of
 from sessions_app.otlp import vercel_ai
+from sessions_app.otlp.autogen import run_root
 from sessions_app.otlp.messages import (
     EVENTS_KEY,
     Message,
@@ -39,7 +40,7 @@ from sessions_app.otlp.openinference import (
     tool_input,
     tool_output,
 )
-from sessions_app.otlp.tool_pairs import pair_tool_spans
+from sessions_app.otlp.tool_results import tool_results
 
 __all__ = ["Draft", "Outcome", "Place", "place", "turn_drafts", "turn_outcome"]
 
@@ -387,7 +388,7 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
             first_model = False
         candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]
     candidates.sort(key=_BY_TIME)  # then by number: equal times keep their order
-    pair_tool_spans([d for *_, d in candidates])
+    tool_results([d for *_, d in candidates])  # paired, and results filled
     carried = {c["id"] for *_, d in candidates if d.key[-5:] != ":call" for c in d.tool_calls}
     seen_calls = set(carried)
     seen_results: set[str] = set()
@@ -428,9 +429,9 @@ def _stage(span: SpanLike) -> str:
 
 
 def root_of(spans: Sequence[SpanLike]) -> SpanLike | None:
-    """The turn's root: the trace's span without a parent (None until it arrives)."""
-    roots = [span for span in spans if not span.parent_span_id]
-    return min(roots, key=lambda s: s.start_at) if roots else None
+    """The turn's root: the trace's span without a parent (None until it arrives; under
+    AutoGen's runtime span, the agent's run: `autogen.run_root`)."""
+    return run_root(spans, [span for span in spans if not span.parent_span_id])
 
 
 def turn_outcome(spans: Sequence[SpanLike]) -> Outcome | None:

@@ -41,6 +41,7 @@ from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import RESYNC
 from sessions_app.otlp import vercel_ai
+from sessions_app.otlp.autogen import bookkeeping_only, without_runtime_messages
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.history import kept_inputs
 from sessions_app.otlp.landing import (
@@ -48,6 +49,7 @@ from sessions_app.otlp.landing import (
     OWNER_HOST,
     Plan,
     existing_rows,
+    keep_unlanded,
     land,
     plan_trace,
     refusal,
@@ -59,6 +61,7 @@ from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan, own_session_id
 from sessions_app.otlp.openinference import without_error_details
 from sessions_app.otlp.strands import strands_attributes
+from sessions_app.otlp.tool_results import without_failed_results
 from sessions_app.otlp.watched import messages
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
@@ -167,11 +170,14 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     with transaction.atomic():
         kept: dict[str, list[SpanRecord]] = defaultdict(list)
         previous: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        unlanded_before: set[str] = set()
         for *values, session_id, turn_id in _kept_spans({r.trace_id for r in allowed}):
             span = SpanRecord(*values)
             kept[span.trace_id].append(span)
             if turn_id:
                 previous[span.trace_id].add((session_id, turn_id))
+            else:  # kept while its trace landed nowhere (`keep_unlanded`)
+                unlanded_before.add(span.trace_id)
         known = {(span.trace_id, span.span_id) for spans in kept.values() for span in spans}
         fresh: dict[str, dict[str, SpanRecord]] = defaultdict(dict)
         for record in allowed:
@@ -184,6 +190,13 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
         new_records = [record for new in fresh.values() for record in new.values()]
         for record, kept_values in zip(new_records, keep_attributes(new_records), strict=True):
             record.attributes = kept_values
+        for span in without_failed_results(fresh, kept):  # what a failed tool told the model
+            OtlpSpan.objects.filter(trace_id=span.trace_id, span_id=span.span_id).update(
+                attributes=span.attributes
+            )
+        without_runtime_messages(new_records)  # AutoGen's copy of every message
+        # AutoGen's traces of agent creation and runtime messages alone land nowhere.
+        idle = {t for t, new in fresh.items() if bookkeeping_only([*kept[t], *new.values()])}
         plans = [
             plan_trace(
                 trace_id,
@@ -194,7 +207,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 note,
             )
             for trace_id, new in fresh.items()
-            if new
+            if new and trace_id not in idle
         ]
         sessions, turns = existing_rows(plans)
         accepted: list[Plan] = []
@@ -207,6 +220,9 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 accepted.append(plan)
                 done.accepted += len(plan.fresh)
         landed = land(accepted, sessions, turns, now)
+        unlanded = [record for trace_id in idle for record in fresh[trace_id].values()]
+        keep_unlanded(unlanded, now, [p for p in accepted if p.trace_id in unlanded_before])
+        done.accepted += len(unlanded)
     done.new_events, done.turns, done.created = landed.new_events, landed.turns, landed.created
     done.events, done.turn_payloads, done.left = landed.events, landed.turn_payloads, landed.left
     return done
