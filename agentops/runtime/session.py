@@ -54,14 +54,18 @@ def is_valid_failure_code(code: str) -> bool:
 # A word boundary inside a CamelCase name ("RateLimit|Error", "HTTP|Error", "Error|404").
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _OUTSIDE_FAILURE_CODE = re.compile(r"[^a-z0-9_.-]+")
+# A class's repr, as some instrumentations send an error type: "<class 'openai.APIError'>".
+_CLASS_REPR = re.compile(r"<class '([^']*)'>")
 
 
 def failure_code_of(value: object, default: str = "agent_error") -> str:
     """`value` (an exception type name such as ``openai.RateLimitError``, a vendor's error
     code) squeezed into a failure code (docs/runtime.md §2): CamelCase words split by
     ``_``, lower-cased, runs of other characters as ``_``, cut to 128 characters
-    (``openai.rate_limit_error``); `default` when nothing is left."""
-    words = _CAMEL_BOUNDARY.sub("_", str(value or "").strip())
+    (``openai.rate_limit_error``; a class's repr, ``<class 'openai.RateLimitError'>``, as
+    its name); `default` when nothing is left."""
+    text = str(value or "").strip()
+    words = _CAMEL_BOUNDARY.sub("_", _CLASS_REPR.sub(r"\1", text))
     code = _OUTSIDE_FAILURE_CODE.sub("_", words.lower()).strip("_")[:128].rstrip("_")
     return code if is_valid_failure_code(code) else default
 

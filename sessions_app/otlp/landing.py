@@ -37,7 +37,7 @@ from sessions_app.otlp.watched import (
 )
 from sessions_app.store.resume import refresh_resume_status
 
-__all__ = ["NOTE_PREFIX", "OWNER_HOST", "STATE_KEY", "Plan", "land", "refusal"]
+__all__ = ["NOTE_PREFIX", "OWNER_HOST", "STATE_KEY", "Plan", "keep_unlanded", "land", "refusal"]
 
 #: Session state key of sessions made by the receiver: {"content_captured": bool}.
 STATE_KEY = "otlp"
@@ -184,6 +184,22 @@ def land(
         refresh_resume_statuses(touched, created & touched, written, turns, now)
     done.turn_payloads = turn_payloads_written(done.turns, turns, written)
     return done
+
+
+def keep_unlanded(
+    records: Sequence[SpanRecord], received_at: datetime, landed: Sequence[Plan] = ()
+) -> None:
+    """Keep `records`, spans of traces that land nowhere yet (`autogen.bookkeeping_only`):
+    no session, no turn, until a later span of their trace makes it land; the spans so
+    kept of the traces of `landed` (plans just landed) take their session and turn (one
+    query per trace: only AutoGen's traces are ever kept so)."""
+    if records:
+        rows = ([*(getattr(r, name) for name in SPAN_FIELDS), received_at, "", ""] for r in records)
+        insert_rows(OtlpSpan, _SPAN_COLUMNS, rows)
+    for plan in landed:
+        OtlpSpan.objects.filter(trace_id=plan.trace_id, turn_id="").update(
+            session_id=plan.session_id, turn_id=plan.turn_id
+        )
 
 
 _NEW_SESSION_COLUMNS = ("id", "app_name", "user_id", "title", "state", "source_format", "model",

@@ -13,6 +13,7 @@ A trace (`landing.plan_trace`) may hold spans and log records (`otlp.logs` keeps
 - Claude Code's events (``claude_code.*``) and its own spans become the user's prompt,
   the assistant's text, usage (tokens, cost), tool calls and results, each once
   (`claude_code`, `claude_code_spans`);
+- Codex CLI's events (``codex.*``) are mapped by `codex_events` (a turn per prompt);
 - a turn whose records have no trace context and no spans (Claude Code sends no traces
   by default) is completed as of its latest record (nothing marks the end of a turn),
   failed when its last model request ended in ``claude_code.api_error``; a trace's
@@ -30,7 +31,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sessions_app.otlp import claude_code, mapping
+from sessions_app.otlp import claude_code, codex_events, mapping
 from sessions_app.otlp.decode import SPAN, SpanRecord
 from sessions_app.otlp.mapping import SESSION_KEYS, Draft, Outcome, Place
 from sessions_app.otlp.messages import EVENTS_KEY, LEGACY_EVENTS, has_content
@@ -58,15 +59,15 @@ def untraced_keys(attributes: dict[str, Any], at: datetime) -> tuple[str, str]:
     """The session and turn keys of a log record without trace context: the session
     attribute (`mapping.SESSION_KEYS`), else one session per resource (``logs-`` and a
     digest of its resource attributes); the turn Claude Code's ``prompt.id``, else the
-    record's minute (UTC)."""
-    session = next(
-        (str(attributes[k]) for k in SESSION_KEYS if attributes.get(k) not in (None, "")), ""
-    )
+    record's minute (UTC); a Codex record's session its ``conversation.id``, its turn
+    `codex_events.keyed`'s."""
+    keys = (*SESSION_KEYS, "conversation.id")
+    session = next((str(attributes[k]) for k in keys if attributes.get(k) not in (None, "")), "")
     if not session:
         resource = {k: v for k, v in attributes.items() if k.startswith("resource.")}
         digest = hashlib.sha256(json.dumps(resource, sort_keys=True, default=str).encode())
         session = f"logs-{digest.hexdigest()[:16]}"
-    prompt = attributes.get("prompt.id")
+    prompt = attributes.get(codex_events.TURN_KEY, attributes.get("prompt.id"))
     return session, str(prompt) if prompt not in (None, "") else at.strftime("%Y%m%dT%H%MZ")
 
 
@@ -77,6 +78,8 @@ def _split(records: Sequence[SpanRecord]) -> tuple[list[SpanRecord], list[SpanRe
 
 def _log_content(record: SpanRecord) -> bool:
     attrs = record.attributes
+    if record.name.startswith(codex_events.CODEX):
+        return codex_events.has_content(attrs)
     if record.name.startswith(CLAUDE):
         texts = (attrs.get("prompt"), attrs.get("response"))
         return any(isinstance(t, str) and t and t != REDACTED for t in texts) or any(
@@ -184,7 +187,8 @@ def turn_drafts(records: Sequence[SpanRecord]) -> list[Draft]:
     merged += [_virtual_span(span_id, tied) for span_id, tied in by_span.items()]
     merged += [_virtual_span(call[0].span_id, call) for call in _calls(loose)]
     claude = [r for r in logs if r.name.startswith(CLAUDE)]
-    return mapping.turn_drafts(merged, extra=claude_code.drafts(claude_spans, claude))
+    codex = codex_events.drafts([r for r in logs if r.name.startswith(codex_events.CODEX)])
+    return mapping.turn_drafts(merged, extra=claude_code.drafts(claude_spans, claude) + codex)
 
 
 def turn_outcome(records: Sequence[SpanRecord]) -> Outcome | None:
@@ -197,4 +201,6 @@ def turn_outcome(records: Sequence[SpanRecord]) -> Outcome | None:
         return claude_code.outcome(spans, logs)
     if spans or not logs or any(log.kind == LOG for log in logs):
         return mapping.turn_outcome(spans)
+    if any(log.name.startswith(codex_events.CODEX) for log in logs):
+        return codex_events.outcome(logs)
     return claude_code.outcome(spans, logs)

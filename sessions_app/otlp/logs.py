@@ -1,17 +1,19 @@
 """OTLP/HTTP log bodies (``/v1/logs``) to `SpanRecord`s, kept beside the spans.
 
 The body is an `ExportLogsServiceRequest` (`decode.decode_request`, protobuf or JSON).
-Only event records are read: GenAI events (``gen_ai.*``) and Claude Code's
-(``claude_code.*``), named by the record's ``event_name`` (OTLP 1.5), else its body (as
-Claude Code sends it), else its ``event.name`` attribute; other log records are accepted
-and not kept. Each kept record becomes a `SpanRecord` of kind `log_mapping.LOG` in the
-trace it names (its ``parent_span_id`` the span it names), or of kind
-`log_mapping.UNTRACED` in a trace id derived from its app, session and turn
-(`log_mapping.untraced_keys`) when it has no trace context. Its ``span_id`` is a digest
-of the record and its resource, so a re-sent record is kept once. A GenAI record's body
-and message attributes are kept as its event (under `messages.EVENTS_KEY`, as span
-events are); Claude Code's ``error`` attribute (the raw error message), exception
-details and the body of a record are never kept.
+Only event records are read: GenAI events (``gen_ai.*``), Claude Code's
+(``claude_code.*``) and Codex CLI's (``codex.*``, those `codex_events.kept` keeps), named
+by the record's ``event_name`` (OTLP 1.5), else its body (as Claude Code sends it), else
+its ``event.name`` attribute; other log records are accepted and not kept. Each kept
+record becomes a `SpanRecord` of kind `log_mapping.LOG` in the trace it names (its
+``parent_span_id`` the span it names), or of kind `log_mapping.UNTRACED` in a trace id
+derived from its app, session and turn (`log_mapping.untraced_keys`; a Codex record's
+turn: `codex_events.keyed`) when it has no trace context (a Codex record always: its
+trace is Codex's own tracing, not its turn). Its ``span_id`` is a digest of
+the record and its resource, so a re-sent record is kept once. A GenAI record's body and
+message attributes are kept as its event (under `messages.EVENTS_KEY`, as span events
+are); Claude Code's ``error`` attribute (the raw error message), ``error.message``,
+exception details, the body of a record and a failed Codex tool's output are never kept.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
+from sessions_app.otlp import codex_events
 from sessions_app.otlp.decode import (
     LOG_IDS,
     SpanRecord,
@@ -35,7 +38,7 @@ from sessions_app.otlp.messages import CONTENT_KEYS, EVENTS_KEY
 
 __all__ = ["decode_logs", "log_records_of"]
 
-_PREFIXES = ("gen_ai.", CLAUDE)
+_PREFIXES = ("gen_ai.", CLAUDE, codex_events.CODEX)
 
 
 def decode_logs(body: bytes, content_type: str) -> ExportLogsServiceRequest:
@@ -87,6 +90,11 @@ def _record_time(record: Any, attributes: dict[str, Any], received: datetime) ->
     return received
 
 
+def _untraced_trace(app: str, kept: dict[str, Any], at: datetime) -> str:
+    session, turn = untraced_keys(kept, at)
+    return hashlib.sha256("\n".join(("logs", app, session, turn)).encode()).hexdigest()[:32]
+
+
 def log_records_of(
     request: ExportLogsServiceRequest, received: datetime
 ) -> tuple[list[SpanRecord], int]:
@@ -109,11 +117,15 @@ def log_records_of(
                 if len(record.trace_id) not in (0, 16) or len(record.span_id) not in (0, 8):
                     bad += 1
                     continue
-                attributes = _kept(attributes_of(record.attributes))
+                raw = attributes_of(record.attributes)
+                attributes = _kept(raw)
                 body = any_value(record.body) if record.HasField("body") else None
                 name = _event_name(record, body, attributes, scope_logs.scope.name)
-                if not name:
+                codex = name.startswith(codex_events.CODEX)
+                found = codex_events.kept(name, attributes, raw) if codex else attributes
+                if not name or found is None:
                     continue  # not an event this receiver reads: accepted, not kept
+                attributes = found
                 at = _record_time(record, attributes, received)
                 sequence = attributes.get("event.sequence")
                 kept = {**resource, ORDER_KEY: sequence if isinstance(sequence, int) else position}
@@ -126,16 +138,11 @@ def log_records_of(
                 else:
                     kept.update(attributes)
                 digest = hashlib.sha256(origin + record.SerializeToString(deterministic=True))
-                traced = record.trace_id not in (b"", bytes(16))
-                if traced:
-                    trace_id = record.trace_id.hex()
-                else:
-                    session, turn = untraced_keys(kept, at)
-                    key = "\n".join(("logs", app, session, turn)).encode()
-                    trace_id = hashlib.sha256(key).hexdigest()[:32]
+                traced = record.trace_id not in (b"", bytes(16)) and not codex
+                trace_id = record.trace_id.hex() if traced else _untraced_trace(app, kept, at)
                 parent = record.span_id.hex() if record.span_id != bytes(8) else ""
                 records.append(
                     SpanRecord(trace_id, digest.hexdigest()[:16], parent, name, at, at, 0,
                                kept, LOG if traced else UNTRACED)
                 )  # fmt: skip
-    return records, bad
+    return codex_events.keyed(records, _untraced_trace), bad

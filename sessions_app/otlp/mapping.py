@@ -21,6 +21,8 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from agentops.runtime.session import FailureStage, failure_code_of
+from sessions_app.otlp import vercel_ai
+from sessions_app.otlp.autogen import run_root
 from sessions_app.otlp.messages import (
     EVENTS_KEY,
     Message,
@@ -38,7 +40,7 @@ from sessions_app.otlp.openinference import (
     tool_input,
     tool_output,
 )
-from sessions_app.otlp.tool_pairs import pair_tool_spans
+from sessions_app.otlp.tool_results import tool_results
 
 __all__ = ["Draft", "Outcome", "Place", "place", "turn_drafts", "turn_outcome"]
 
@@ -53,6 +55,7 @@ SESSION_KEYS = (
     "langsmith.metadata.thread_id",
     "metadata.session_id",
     "metadata.thread_id",
+    *vercel_ai.SESSION_KEYS,  # the Vercel AI SDK's telemetry metadata
 )
 #: Attributes naming a trace's turn, first match wins.
 TURN_KEYS = ("adk.turn_id", "gcp.vertex.agent.invocation_id", "gen_ai.agent.call.id")
@@ -138,7 +141,7 @@ def place(spans: Sequence[SpanLike]) -> Place:
         session_key=_first(ordered, SESSION_KEYS),
         turn_key=_first(ordered, TURN_KEYS),
         app_name=_first(ordered, ("resource.service.name",)) or "otlp",
-        user_id=_first(ordered, USER_KEYS),
+        user_id=_first(ordered, (*USER_KEYS, *vercel_ai.USER_KEYS)),
         content_captured=any(has_content(span.attributes) for span in spans),
         model=_model(sorted(spans, key=lambda s: (s.start_at, s.span_id), reverse=True)),
     )
@@ -165,11 +168,11 @@ def _model(spans: Sequence[SpanLike]) -> str:
 
 def operation(span: SpanLike) -> str:
     """The GenAI operation of a span (``gen_ai.operation.name``, else its OpenInference
-    span kind's, else its name's first word, e.g. "chat gpt-4o" -> "chat")."""
-    name = span.attributes.get("gen_ai.operation.name")
+    span kind's or AI SDK operation's, else its name's first word: "chat gpt-4o" -> "chat")."""
+    name = (attrs := span.attributes).get("gen_ai.operation.name")
     if isinstance(name, str) and name:
         return name
-    return operation_of(span.attributes) or span.name.split(" ", 1)[0].lower()
+    return operation_of(attrs) or vercel_ai.operation_of(attrs) or span.name.split(" ")[0].lower()
 
 
 #: Attributes (and prefixes) that make a span a model call whatever its operation.
@@ -295,8 +298,8 @@ def _legacy_adk(attrs: dict[str, Any], key: str, legacy: str) -> Any:
     return value
 
 
-def _author(span: SpanLike) -> str:
-    name = span.attributes.get("gen_ai.agent.name") or span.attributes.get("resource.service.name")
+def _author(attrs: dict[str, Any]) -> str:
+    name = attrs.get("gen_ai.agent.name") or attrs.get("resource.service.name")
     return str(name)[:255] if name else "agent"
 
 
@@ -305,7 +308,7 @@ def span_drafts(
 ) -> list[Draft]:
     """The candidate events of one span (before the turn drops repeats); `model`:
     `_is_model(span)` when the caller knows it."""
-    attrs, author = span.attributes, _author(span)
+    author = _author(attrs := vercel_ai.as_genai(span.attributes))  # the AI SDK's ai.* too
     if model is None:
         model = _is_model(span)
     drafts: list[Draft] = []
@@ -376,9 +379,7 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
         (d.at, d.at, n, d) for n, d in enumerate(extra)
     ]
     first_model = True
-    ordered = [
-        (span, _is_model(span)) for span in sorted(spans, key=lambda s: (s.start_at, s.span_id))
-    ]
+    ordered = [(span, _is_model(span)) for span in vercel_ai.in_call_order(spans)]
     model_ids = {span.span_id for span, model in ordered if model}
     for span, model in ordered:
         # ADK's legacy generate_content span repeats its call_llm parent's usage.
@@ -387,7 +388,7 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
             first_model = False
         candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]
     candidates.sort(key=_BY_TIME)  # then by number: equal times keep their order
-    pair_tool_spans([d for *_, d in candidates])
+    tool_results([d for *_, d in candidates])  # paired, and results filled
     carried = {c["id"] for *_, d in candidates if d.key[-5:] != ":call" for c in d.tool_calls}
     seen_calls = set(carried)
     seen_results: set[str] = set()
@@ -428,9 +429,9 @@ def _stage(span: SpanLike) -> str:
 
 
 def root_of(spans: Sequence[SpanLike]) -> SpanLike | None:
-    """The turn's root: the trace's span without a parent (None until it arrives)."""
-    roots = [span for span in spans if not span.parent_span_id]
-    return min(roots, key=lambda s: s.start_at) if roots else None
+    """The turn's root: the trace's span without a parent (None until it arrives; under
+    AutoGen's runtime span, the agent's run: `autogen.run_root`)."""
+    return run_root(spans, [span for span in spans if not span.parent_span_id])
 
 
 def turn_outcome(spans: Sequence[SpanLike]) -> Outcome | None:

@@ -13,6 +13,7 @@ Read, in this order (the first present wins, docs/otlp.md):
   and ``llm.output_messages.*`` (flattened attributes);
 - OpenLLMetry (Traceloop): ``gen_ai.prompt.N.role|content|tool_call_id`` and
   ``gen_ai.completion.N.role|content|tool_calls.M.id|name|arguments`` (flattened);
+- the Vercel AI SDK: ``ai.prompt.messages``, ``ai.response.text|toolCalls`` (`vercel_ai`);
 - span events (`EVENTS_KEY`, kept by `decode`): the GenAI
   ``gen_ai.client.inference.operation.details`` event's message attributes, else the
   earlier conventions' per-message events (``gen_ai.system.message``,
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sessions_app.ingest.normalise import json_or_none
+from sessions_app.otlp import vercel_ai
 from sessions_app.otlp.openinference import carries_content
 
 __all__ = [
@@ -355,6 +357,8 @@ def input_messages(
     history may be left unread (other conventions return it all)."""
     if "gen_ai.input.messages" in attributes:
         return _genai(attributes["gen_ai.input.messages"], after_last_assistant)
+    if (vercel := vercel_ai.input_messages(attributes)) is not None:  # ai.prompt.messages
+        return _genai(vercel, after_last_assistant)
     request = json_or_none(attributes.get("gcp.vertex.agent.llm_request"))
     if isinstance(request, dict):
         contents = request.get("contents") or []
@@ -370,6 +374,8 @@ def output_messages(attributes: dict[str, Any]) -> list[Message]:
     """The messages a model span answered with; [] when content was not captured."""
     if "gen_ai.output.messages" in attributes:
         return _genai(attributes["gen_ai.output.messages"])
+    if (vercel := vercel_ai.output_messages(attributes)) is not None:  # ai.response.*
+        return _genai(vercel)
     response = json_or_none(attributes.get("gcp.vertex.agent.llm_response"))
     if isinstance(response, dict):
         message = adk_content(response.get("content"))
@@ -424,6 +430,7 @@ CONTENT_KEYS = frozenset({
     "gcp.vertex.agent.llm_response",
     "gen_ai.tool.call.arguments",
     "gen_ai.tool.call.result",
+    *vercel_ai.CONTENT_KEYS,
 })  # fmt: skip
 CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.",
                     "gen_ai.completion.", EVENTS_KEY)  # fmt: skip

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,8 @@ from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import RESYNC
+from sessions_app.otlp import vercel_ai
+from sessions_app.otlp.autogen import bookkeeping_only, without_runtime_messages
 from sessions_app.otlp.claude_code_spans import without_error
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.history import kept_inputs
@@ -48,20 +50,25 @@ from sessions_app.otlp.landing import (
     OWNER_HOST,
     Plan,
     existing_rows,
+    keep_unlanded,
     land,
     plan_trace,
     refusal,
 )
+from sessions_app.otlp.langfuse import ERROR_KEYS as LANGFUSE_ERROR_KEYS
+from sessions_app.otlp.langfuse import langfuse_attributes
 from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan, own_session_id
 from sessions_app.otlp.openinference import without_error_details
+from sessions_app.otlp.strands import strands_attributes
+from sessions_app.otlp.tool_results import without_failed_results
 from sessions_app.otlp.watched import messages
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
 
-#: Attribute names never kept: exception details and status descriptions.
-_NEVER_KEPT = ("exception.", "otel.status_description", "error.message")
+#: Attribute names never kept: exception details and status descriptions (Langfuse's too).
+_NEVER_KEPT = ("exception.", "otel.status_description", "error.message", *LANGFUSE_ERROR_KEYS)
 
 
 @dataclass(slots=True)
@@ -90,18 +97,32 @@ class Received:
 def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
     """Of each of `records`, the attributes that may be kept, redacted like imports: with
     one prefilter pass over all of them (`redaction.redact_values`); without what may
-    hold an error's message (`_NEVER_KEPT`, `openinference.without_error_details`,
-    Claude Code's ``error``: `claude_code_spans.without_error`); a
-    model span's input without the earlier history the mapping never reads
-    (`history.kept_inputs`)."""
-    kept = [
-        kept_inputs(
-            _keepable(without_error(r.name, without_error_details(r.attributes, r.status_code)))
-        )
-        for r in records
-    ]
+    hold an error's message (`_NEVER_KEPT`, and each producer's own: `_PRODUCER_SHAPES`,
+    which also make its shapes plain GenAI attributes); a model span's input without the
+    earlier history the mapping never reads (`history.kept_inputs`)."""
+    kept = [kept_inputs(_keepable(_plain(r))) for r in records]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)
+
+
+#: Producers whose spans are made plain before they are kept, in order: each takes a span's
+#: attributes (as the ones before left them) and its record (name, status), and returns
+#: them as the mapping reads them (the same dict for a span that is not its producer's),
+#: without what may hold an error's message.
+_PRODUCER_SHAPES: tuple[Callable[[dict[str, Any], SpanRecord], dict[str, Any]], ...] = (
+    lambda attributes, r: without_error_details(attributes, r.status_code),  # OpenInference
+    lambda attributes, r: strands_attributes(attributes, r.status_code),  # Strands Agents
+    lambda attributes, r: langfuse_attributes(attributes, r.status_code),  # the Langfuse SDK
+    lambda attributes, r: vercel_ai.kept(attributes),  # the Vercel AI SDK
+    lambda attributes, r: without_error(r.name, attributes),  # Claude Code's ``error``
+)
+
+
+def _plain(record: SpanRecord) -> dict[str, Any]:
+    attributes = record.attributes
+    for shape in _PRODUCER_SHAPES:
+        attributes = shape(attributes, record)
+    return attributes
 
 
 def _keepable(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -153,11 +174,14 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     with transaction.atomic():
         kept: dict[str, list[SpanRecord]] = defaultdict(list)
         previous: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        unlanded_before: set[str] = set()
         for *values, session_id, turn_id in _kept_spans({r.trace_id for r in allowed}):
             span = SpanRecord(*values)
             kept[span.trace_id].append(span)
             if turn_id:
                 previous[span.trace_id].add((session_id, turn_id))
+            else:  # kept while its trace landed nowhere (`keep_unlanded`)
+                unlanded_before.add(span.trace_id)
         known = {(span.trace_id, span.span_id) for spans in kept.values() for span in spans}
         fresh: dict[str, dict[str, SpanRecord]] = defaultdict(dict)
         for record in allowed:
@@ -170,6 +194,13 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
         new_records = [record for new in fresh.values() for record in new.values()]
         for record, kept_values in zip(new_records, keep_attributes(new_records), strict=True):
             record.attributes = kept_values
+        for span in without_failed_results(fresh, kept):  # what a failed tool told the model
+            OtlpSpan.objects.filter(trace_id=span.trace_id, span_id=span.span_id).update(
+                attributes=span.attributes
+            )
+        without_runtime_messages(new_records)  # AutoGen's copy of every message
+        # AutoGen's traces of agent creation and runtime messages alone land nowhere.
+        idle = {t for t, new in fresh.items() if bookkeeping_only([*kept[t], *new.values()])}
         plans = [
             plan_trace(
                 trace_id,
@@ -180,7 +211,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 note,
             )
             for trace_id, new in fresh.items()
-            if new
+            if new and trace_id not in idle
         ]
         sessions, turns = existing_rows(plans)
         accepted: list[Plan] = []
@@ -193,6 +224,9 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 accepted.append(plan)
                 done.accepted += len(plan.fresh)
         landed = land(accepted, sessions, turns, now)
+        unlanded = [record for trace_id in idle for record in fresh[trace_id].values()]
+        keep_unlanded(unlanded, now, [p for p in accepted if p.trace_id in unlanded_before])
+        done.accepted += len(unlanded)
     done.new_events, done.turns, done.created = landed.new_events, landed.turns, landed.created
     done.events, done.turn_payloads, done.left = landed.events, landed.turn_payloads, landed.left
     return done

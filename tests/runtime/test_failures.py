@@ -89,6 +89,7 @@ def test_provider_without_code_or_raising_is_ignored() -> None:
     ("value", "code"),
     [
         ("openai.RateLimitError", "openai.rate_limit_error"),
+        ("<class 'openai.InternalServerError'>", "openai.internal_server_error"),
         ("RuntimeError", "runtime_error"),
         ("HTTPError", "http_error"),
         ("MALFORMED_FUNCTION_CALL", "malformed_function_call"),

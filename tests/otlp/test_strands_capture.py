@@ -1,0 +1,255 @@
+"""A real producer: Strands Agents 1.62.0's own spans, captured from a real ``strands.Agent``
+run offline (a fake ``Model``, one real ``@tool`` ``get_weather``) and replayed from
+``tests/otlp/fixtures/strands_1.62.0_*spans.json`` (how they were made:
+``tests/otlp/fixtures/README.md``).
+
+Each fixture holds, for its prefix ``<p>``: session ``<p>-s1`` with the two weather runs
+of `weather_runs` ("Weather in Paris?" through the tool, "And in Rome?" without it; the
+system prompt "Answer in one line."), session ``<p>-fail`` whose tool raises
+``ConnectionError(SECRET)`` (Strands gives the model an error result and the run goes
+on) and session ``<p>-down`` whose model raises ``TimeoutError(MODEL_SECRET)`` (the run
+fails). Strands sends an ``invoke_agent`` span per run, an ``execute_event_loop_cycle``
+span per cycle, a ``chat`` span per model call and an ``execute_tool`` span per tool:
+
+- ``strands_1.62.0_spans.json`` (``st-``): its default, the earlier conventions' message
+  events (``gen_ai.user.message``, ``gen_ai.choice``, ...: Strands' content blocks);
+- ``..._latest_spans.json`` (``stl-``):
+  ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` (operation-details events);
+- ``..._latest_attributes_spans.json`` (``stla-``): the same with
+  ``gen_ai_span_attributes_only`` (the messages as span attributes);
+- ``..._nocontent_spans.json`` (``stnc-``) and ``..._latest_nocontent_spans.json``
+  (``stlnc-``): Strands' redaction of every message attribute
+  (``gen_ai_unredacted_attributes=``, its values ``[REDACTED]``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessions_app import models
+from tests.otlp.conftest import OtlpPoster
+from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, tokens_of, turn_rows
+from tests.test_redaction_shapes import database_text
+
+FIXTURES = Path(__file__).parent / "fixtures"
+APP = "strands-weather"
+SECRET = "the-strands-tool-exception-text-q7"
+MODEL_SECRET = "the-strands-model-exception-text-m3"
+WITH_CONTENT = {
+    "strands_1.62.0_spans.json": "st",
+    "strands_1.62.0_latest_spans.json": "stl",
+    "strands_1.62.0_latest_attributes_spans.json": "stla",
+}
+WITHOUT_CONTENT = {
+    "strands_1.62.0_nocontent_spans.json": "stnc",
+    "strands_1.62.0_latest_nocontent_spans.json": "stlnc",
+}
+
+
+def _spans(fixture: str) -> list[dict[str, Any]]:
+    """The fixture's spans by start time, each with its attributes as ``attrs``."""
+    document = json.loads((FIXTURES / fixture).read_text())
+    spans = [
+        {
+            **span,
+            "attrs": {
+                a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])
+            },
+        }
+        for resource in document["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+    ]
+    return sorted(spans, key=lambda s: int(s["startTimeUnixNano"]))
+
+
+def _turn_ids(fixture: str, session_id: str) -> list[str]:
+    """The turns of `session_id` as expected: one per run (its ``invoke_agent`` root's
+    trace; Strands names no turn), in run order."""
+    return [
+        f"{session_id}/{span['traceId']}"
+        for span in _spans(fixture)
+        if not span.get("parentSpanId") and span["attrs"].get("session.id") == session_id
+    ]
+
+
+def _land(poster: OtlpPoster, fixture: str) -> None:
+    response = poster.post((FIXTURES / fixture).read_bytes(), "application/json")
+    assert response.status_code == 200, response.content
+    assert json.loads(response.content) == {}  # no partial success: every span kept
+
+
+def _turns(session_id: str) -> list[models.Turn]:
+    return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))
+
+
+def _outcome(turn: models.Turn) -> tuple[str, str, str, str, str]:
+    return (turn.status, turn.reason, turn.failure_code, turn.failure_stage, turn.failure_message)
+
+
+def _usages(session_id: str) -> list[tuple[int, int] | None]:
+    events = models.Event.objects.filter(session_id=session_id, usage__isnull=False)
+    return [tokens_of(e) for e in events.order_by("id")]
+
+
+def _error_result(turn: models.Turn) -> dict[str, Any] | None:
+    return models.Event.objects.get(turn_id=turn.id, role="tool").tool_response
+
+
+# --- with content: the default events, the latest conventions' events or attributes --------
+
+
+@pytest.mark.parametrize("fixture", WITH_CONTENT)
+def test_strands_runs_land_as_the_two_weather_turns(poster: OtlpPoster, fixture: str) -> None:
+    _land(poster, fixture)
+    prefix = WITH_CONTENT[fixture]
+    session_id = f"{prefix}-s1"  # trace_attributes={"session.id": ...}
+    # Each run its own turn; the user prompt, the system prompt, the call paired with its
+    # result by Strands' call id, the answers, each model call's usage and model; the
+    # second run's history (sent again to the model) is not stored again.
+    assert_two_weather_runs(session_id, APP)
+    assert [t.id for t in _turns(session_id)] == _turn_ids(fixture, session_id)
+    session = models.Session.objects.get(pk=session_id)
+    assert session.state["otlp"] == {"content_captured": True}
+    # The chat spans' usage only: not the agent span's, summed over the agent's life.
+    assert (session.tokens_input, session.tokens_output) == (12 + 30 + 41, 5 + 7 + 6)
+    assert (session.orphan_result_count, session.cannot_resume) == (0, False)
+
+
+@pytest.mark.parametrize("fixture", WITH_CONTENT)
+def test_strands_failing_tool_is_answered_by_its_error_and_the_run_goes_on(
+    poster: OtlpPoster, fixture: str
+) -> None:
+    _land(poster, fixture)
+    session_id = f"{WITH_CONTENT[fixture]}-fail"
+    (turn,) = _turns(session_id)
+    assert turn.id == _turn_ids(fixture, session_id)[0]
+    # Strands catches the tool's exception and gives the model an error result: the run,
+    # and its turn, complete with the model's answer.
+    assert _outcome(turn) == ("completed", "", "", "", "")
+    assert turn_rows(turn) == [
+        ("system", SYSTEM, [], ""),
+        ("user", "Weather in Atlantis?", [], ""),
+        ("assistant", "", ["call_atlantis"], ""),
+        ("tool", "", [], "call_atlantis"),
+        ("assistant", "The weather service failed.", [], ""),
+    ]
+    call = models.Event.objects.get(turn_id=turn.id, role="assistant", text="")
+    assert call.tool_calls == [
+        {"id": "call_atlantis", "name": "get_weather", "arguments": {"city": "Atlantis"}}
+    ]
+    assert _error_result(turn) == {  # the exception's class, never its message
+        "tool_call_id": "call_atlantis",
+        "name": "get_weather",
+        "error": "ConnectionError",
+    }
+    assert _usages(session_id) == [(12, 5), (30, 7)]
+    assert models.Session.objects.get(pk=session_id).protocol_issue_count == 0
+    assert SECRET not in database_text()
+
+
+@pytest.mark.parametrize("fixture", WITH_CONTENT)
+def test_strands_failing_model_fails_the_turn_at_the_provider(
+    poster: OtlpPoster, fixture: str
+) -> None:
+    _land(poster, fixture)
+    session_id = f"{WITH_CONTENT[fixture]}-down"
+    (turn,) = _turns(session_id)
+    assert turn.id == _turn_ids(fixture, session_id)[0]
+    assert _outcome(turn) == ("failed", "agent_error", "timeout_error", "provider", "")
+    assert turn_rows(turn) == [("system", SYSTEM, [], ""), ("user", "Is the model down?", [], "")]
+    assert _usages(session_id) == []
+    assert MODEL_SECRET not in database_text()
+
+
+def test_strands_kept_spans_hold_no_error_text(poster: OtlpPoster) -> None:
+    for fixture in (*WITH_CONTENT, *WITHOUT_CONTENT):
+        _land(poster, fixture)
+    text = database_text()
+    # Strands' error result text ("Error: ConnectionError - <message>"), its exception
+    # events and status descriptions: none kept, nor its redaction placeholder.
+    assert (SECRET in text, MODEL_SECRET in text, "Error: " in text) == (False, False, False)
+    assert "[REDACTED]" not in text
+
+
+# --- without content (Strands' redaction) -----------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", WITHOUT_CONTENT)
+def test_strands_without_content_lands_calls_results_usage_and_failures(
+    poster: OtlpPoster, fixture: str
+) -> None:
+    _land(poster, fixture)
+    prefix = WITHOUT_CONTENT[fixture]
+    session = models.Session.objects.get(pk=f"{prefix}-s1")
+    assert (session.app_name, session.title, session.model) == (APP, "", MODEL)
+    assert session.state["otlp"] == {"content_captured": False}
+    turns = _turns(session.id)
+    assert [t.id for t in turns] == _turn_ids(fixture, session.id)
+    for turn in turns:
+        assert turn.status == "completed"
+        assert "message content was not captured" in turn.status_note
+    # The tool span's call and result (not captured), each model call's usage alone.
+    assert turn_rows(turns[0]) == [
+        ("assistant", "", [], ""),
+        ("assistant", "", ["call_paris"], ""),
+        ("tool", "", [], "call_paris"),
+        ("assistant", "", [], ""),
+    ]
+    assert _error_result(turns[0]) == {
+        "tool_call_id": "call_paris",
+        "name": "get_weather",
+        "result": {"content_captured": False},
+    }
+    assert turn_rows(turns[1]) == [("assistant", "", [], "")]
+    assert _usages(session.id) == [(12, 5), (30, 7), (41, 6)]
+    assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
+
+    (failing,) = _turns(f"{prefix}-fail")
+    assert _outcome(failing) == ("completed", "", "", "", "")
+    assert _error_result(failing) == {
+        "tool_call_id": "call_atlantis",
+        "name": "get_weather",
+        "error": "ConnectionError",
+    }
+    (down,) = _turns(f"{prefix}-down")
+    assert _outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
+    text = database_text()
+    assert (SECRET in text, MODEL_SECRET in text, "[REDACTED]" in text) == (False, False, False)
+
+
+@pytest.mark.parametrize(
+    "fixture", ["strands_1.62.0_spans.json", "strands_1.62.0_latest_spans.json"]
+)
+def test_strands_spans_sent_one_by_one_root_last_land_the_same(
+    poster: OtlpPoster, fixture: str
+) -> None:
+    document = json.loads((FIXTURES / fixture).read_text())
+    (resource,) = document["resourceSpans"]
+    (scope,) = resource["scopeSpans"]
+    roots = {s["traceId"]: s for s in scope["spans"] if not s.get("parentSpanId")}
+
+    # Each span in a request of its own, the traces in run order, each trace's spans
+    # latest-starting first: its root comes last.
+    def order(span: dict[str, Any]) -> tuple[int, int]:
+        root = roots[span["traceId"]]
+        return int(root["startTimeUnixNano"]), -int(span["startTimeUnixNano"])
+
+    for span in sorted(scope["spans"], key=order):
+        one = {"resourceSpans": [{**resource, "scopeSpans": [{**scope, "spans": [span]}]}]}
+        response = poster.post(json.dumps(one).encode(), "application/json")
+        assert response.status_code == 200, response.content
+    prefix = WITH_CONTENT[fixture]
+    assert_two_weather_runs(f"{prefix}-s1", APP)
+    session = models.Session.objects.get(pk=f"{prefix}-s1")
+    assert (session.tokens_input, session.tokens_output) == (12 + 30 + 41, 5 + 7 + 6)
+    (failing,) = _turns(f"{prefix}-fail")
+    assert _outcome(failing) == ("completed", "", "", "", "")
+    assert (_error_result(failing) or {}).get("error") == "ConnectionError"
+    (down,) = _turns(f"{prefix}-down")
+    assert _outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
+    assert SECRET not in database_text()
