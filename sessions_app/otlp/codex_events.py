@@ -14,8 +14,10 @@ OpenAI's Codex CLI exports log records without trace context (its ``[otel]`` exp
   than 0 (its exit code is kept instead);
 - `keyed` puts each record in a turn: the turn of the conversation's latest prompt (its
   time, UTC to the millisecond), the prompt's own records included; records sent before
-  any prompt of their request (a turn cut across two exports) join the conversation's
-  latest prompt seen by this process, else the minute they were sent in;
+  any prompt of their request (a turn cut across two exports) are left for `placed`,
+  which puts them, as the request is stored, in the conversation's latest prompt turn
+  stored before them (whichever server process stored it), else the minute they were
+  sent in;
 - `drafts` makes the events: the prompt (unless Codex sent ``[REDACTED]``:
   ``log_user_prompt`` is off), the usage of each model call (tokens, cached and reasoning
   tokens, model, the request's duration), each tool call (at its decision, with the
@@ -29,8 +31,6 @@ OpenAI's Codex CLI exports log records without trace context (its ``[otel]`` exp
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -52,6 +52,7 @@ __all__ = [
     "kept",
     "keyed",
     "outcome",
+    "placed",
 ]
 
 CODEX = "codex."
@@ -67,10 +68,8 @@ _EXIT = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 _FAILED_STREAM = ("response.failed", "response.incomplete", "error")
 #: A ``codex.tool_decision`` that did not let the tool run.
 _REFUSED = ("denied", "abort", "timed_out")
-#: The latest prompt turn of each (app, conversation) this process saw (`keyed`).
-_LATEST: OrderedDict[tuple[str, str], str] = OrderedDict()
-_LATEST_LOCK = threading.Lock()  # requests are decoded in several threads
-_REMEMBERED = 4096
+#: A prompt turn's key (`_turn_key`): the prompt's time, UTC to the millisecond.
+_PROMPT_TURN = re.compile(r"^\d{8}T\d{6}\.\d{3}Z$")
 
 
 def _event(name: str) -> str:
@@ -129,20 +128,62 @@ def keyed(
             continue
         app = str(attrs.get("resource.service.name") or "otlp")
         where = (app, conversation)
-        with _LATEST_LOCK:
-            if record.name == CODEX + "user_prompt":
-                latest[where] = _LATEST[where] = _turn_key(record.start_at)
-                _LATEST.move_to_end(where)
-                while len(_LATEST) > _REMEMBERED:
-                    _LATEST.popitem(last=False)
-            turn = latest.get(where) or _LATEST.get(where)
-        if not turn:
+        if record.name == CODEX + "user_prompt":
+            latest[where] = _turn_key(record.start_at)
+        turn = latest.get(where)
+        if not turn:  # before the request's first prompt of its conversation: `placed`
             keyed_records.append(record)
             continue
         attrs = {**attrs, TURN_KEY: turn}
         trace_id = trace_of(app, attrs, record.start_at)
         keyed_records.append(replace(record, trace_id=trace_id, attributes=attrs))
     return keyed_records
+
+
+def _unplaced(record: SpanRecord) -> bool:
+    return (
+        record.kind == log_mapping.UNTRACED
+        and record.name.startswith(CODEX)
+        and TURN_KEY not in record.attributes
+        and bool(record.attributes.get("conversation.id"))
+    )
+
+
+def placed(
+    records: Sequence[SpanRecord],
+    latest_turn: Callable[[str, datetime], Sequence[str]],
+    trace_of: Callable[[str, dict[str, Any], datetime], str],
+) -> list[SpanRecord]:
+    """`records` with each Codex record `keyed` left without a turn (it came before any
+    prompt of its conversation in its request) put in the conversation's latest prompt
+    turn stored before it: `latest_turn(conversation, at)` gives the keys of the
+    conversation's stored turns that started at or before `at`, latest first (one call
+    per conversation, at its earliest such record). The others, and all of them when no
+    prompt turn is stored, are returned as they are."""
+    earliest: dict[str, datetime] = {}
+    for record in records:
+        if _unplaced(record):
+            conversation = str(record.attributes["conversation.id"])
+            earliest[conversation] = min(earliest.get(conversation, record.start_at),
+                                         record.start_at)  # fmt: skip
+    if not earliest:
+        return list(records)
+    turns = {
+        conversation: next((k for k in latest_turn(conversation, at) if _PROMPT_TURN.match(k)), "")
+        for conversation, at in earliest.items()
+    }
+    found: list[SpanRecord] = []
+    for record in records:
+        turn = turns.get(str(record.attributes.get("conversation.id"))) if _unplaced(record) else ""
+        if not turn:
+            found.append(record)
+            continue
+        attrs = {**record.attributes, TURN_KEY: turn}
+        app = str(attrs.get("resource.service.name") or "otlp")
+        found.append(
+            replace(record, trace_id=trace_of(app, attrs, record.start_at), attributes=attrs)
+        )
+    return found
 
 
 def _text(value: Any) -> str:

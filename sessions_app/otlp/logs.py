@@ -36,7 +36,7 @@ from sessions_app.otlp.decode import (
 from sessions_app.otlp.log_mapping import CLAUDE, LOG, ORDER_KEY, UNTRACED, untraced_keys
 from sessions_app.otlp.messages import CONTENT_KEYS, EVENTS_KEY
 
-__all__ = ["decode_logs", "log_records_of"]
+__all__ = ["decode_logs", "log_records_of", "untraced_trace"]
 
 _PREFIXES = ("gen_ai.", CLAUDE, codex_events.CODEX)
 
@@ -90,7 +90,7 @@ def _record_time(record: Any, attributes: dict[str, Any], received: datetime) ->
     return received
 
 
-def _untraced_trace(app: str, kept: dict[str, Any], at: datetime) -> str:
+def untraced_trace(app: str, kept: dict[str, Any], at: datetime) -> str:
     session, turn = untraced_keys(kept, at)
     return hashlib.sha256("\n".join(("logs", app, session, turn)).encode()).hexdigest()[:32]
 
@@ -139,10 +139,10 @@ def log_records_of(
                     kept.update(attributes)
                 digest = hashlib.sha256(origin + record.SerializeToString(deterministic=True))
                 traced = record.trace_id not in (b"", bytes(16)) and not codex
-                trace_id = record.trace_id.hex() if traced else _untraced_trace(app, kept, at)
+                trace_id = record.trace_id.hex() if traced else untraced_trace(app, kept, at)
                 parent = record.span_id.hex() if record.span_id != bytes(8) else ""
                 records.append(
                     SpanRecord(trace_id, digest.hexdigest()[:16], parent, name, at, at, 0,
                                kept, LOG if traced else UNTRACED)
                 )  # fmt: skip
-    return codex_events.keyed(records, _untraced_trace), bad
+    return codex_events.keyed(records, untraced_trace), bad

@@ -23,6 +23,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -40,7 +41,7 @@ from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import RESYNC
-from sessions_app.otlp import vercel_ai
+from sessions_app.otlp import codex_events, vercel_ai
 from sessions_app.otlp.autogen import bookkeeping_only, without_runtime_messages
 from sessions_app.otlp.claude_code_spans import without_error
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
@@ -57,6 +58,7 @@ from sessions_app.otlp.landing import (
 )
 from sessions_app.otlp.langfuse import ERROR_KEYS as LANGFUSE_ERROR_KEYS
 from sessions_app.otlp.langfuse import langfuse_attributes
+from sessions_app.otlp.logs import untraced_trace
 from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan, own_session_id
@@ -172,6 +174,8 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
     now = timezone.now()
     note = f"{NOTE_PREFIX} ({key.label})"
     with transaction.atomic():
+        # Codex records sent before their prompt's (a turn cut across exports) join it.
+        allowed = codex_events.placed(allowed, _stored_turn_keys, untraced_trace)
         kept: dict[str, list[SpanRecord]] = defaultdict(list)
         previous: dict[str, set[tuple[str, str]]] = defaultdict(set)
         unlanded_before: set[str] = set()
@@ -251,6 +255,19 @@ def _kept_spans(trace_ids: set[str]) -> Iterator[list[Any]]:
         values = list(row)
         values[at] = loads(values[at])
         yield values
+
+
+def _stored_turn_keys(conversation: str, at: datetime) -> list[str]:
+    """The keys of the stored turns of `conversation`'s session (its turn ids without the
+    session's) that started at or before `at`, latest first (at most 20; one query)."""
+    session_id = session_id_for(conversation, "")
+    prefix = f"{session_id}/"
+    ids = (
+        models.Turn.objects.filter(session_id=session_id, started_at__lte=at)
+        .order_by("-started_at")
+        .values_list("id", flat=True)[:20]
+    )
+    return [turn_id.removeprefix(prefix) for turn_id in ids if turn_id.startswith(prefix)]
 
 
 def _ids(where: Place, trace_id: str) -> tuple[str, str]:

@@ -30,7 +30,6 @@ then answers in text (which Codex does not export). The runs:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +46,6 @@ FIXTURES = Path(__file__).parent / "fixtures"
 V = "codex_0.171.0"
 MODEL = "fake-codex-model"
 ECHO = "Run echo hello and tell me what it printed."
-
-
-@pytest.fixture(autouse=True)
-def _fresh_memory() -> Iterator[None]:
-    """Each test starts with no remembered prompt turn (`codex_events.keyed`)."""
-    codex_events._LATEST.clear()
-    yield
-    codex_events._LATEST.clear()
 
 
 def _records(*names: str) -> list[dict[str, Any]]:
