@@ -25,8 +25,10 @@ and each fact is taken once (`claude_code_spans`: what the spans add):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from agentops.runtime.session import failure_code_of
 from sessions_app.otlp import claude_code_spans as cc_spans
@@ -44,9 +46,64 @@ from sessions_app.otlp.decode import SpanRecord
 from sessions_app.otlp.mapping import Draft, Outcome, Place
 from sessions_app.otlp.messages import arguments_object, has_content
 
-__all__ = ["CLAUDE", "REDACTED", "drafts", "fill_place", "outcome", "without_error"]
+__all__ = [
+    "CLAUDE", "REDACTED", "SIDE_KEY", "drafts", "fill_place", "outcome", "side_requests_joined",
+    "without_error",
+]  # fmt: skip
 
 LOG = "log"  # `log_mapping.LOG`: a record naming a trace
+UNTRACED = "untraced log"  # `log_mapping.UNTRACED`
+#: Attribute of a kept record of a side request that joined its prompt's turn.
+SIDE_KEY = "otlp.claude.side_request"
+#: How far from a prompt a side request's records may be to join its turn.
+SIDE_WINDOW = timedelta(seconds=60)
+
+
+def side_requests_joined(
+    records: Sequence[SpanRecord], trace_of: Callable[[str, dict[str, Any], datetime], str]
+) -> list[SpanRecord]:
+    """`records` with those of Claude Code's side requests put in a prompt's turn: a
+    model request Claude Code makes beside the prompt's own (the session's title, a
+    topic check: ``query_source`` other than the prompt's) sends its records with
+    neither a ``prompt.id`` nor trace context. Each such record joins the prompt of the
+    same session nearest to it in time (at most `SIDE_WINDOW`) among `records` (one
+    export): that prompt's trace when its records carry one, else its ``prompt.id``'s
+    turn (`trace_of(app, attributes, time)`: the trace id of a record without trace
+    context), marked `SIDE_KEY` (its text, a title, is not the assistant's answer). A
+    record with no such prompt in its export keeps a turn of its own (its minute)."""
+    prompts = [
+        r for r in records
+        if r.name == CLAUDE + "user_prompt" and r.attributes.get("prompt.id")
+        and r.attributes.get("session.id")
+    ]  # fmt: skip
+    if not prompts:
+        return list(records)
+    joined: list[SpanRecord] = []
+    for record in records:
+        attrs = record.attributes
+        session = attrs.get("session.id")
+        near = [
+            p for p in prompts
+            if p.attributes["session.id"] == session
+            and abs(p.start_at - record.start_at) <= SIDE_WINDOW
+        ]  # fmt: skip
+        if (
+            record.kind != UNTRACED or not record.name.startswith(CLAUDE)
+            or attrs.get("prompt.id") or not near
+        ):  # fmt: skip
+            joined.append(record)
+            continue
+        prompt = min(near, key=lambda p: abs(p.start_at - record.start_at))
+        attrs = {**attrs, "prompt.id": prompt.attributes["prompt.id"], SIDE_KEY: True}
+        if prompt.kind == LOG:
+            joined.append(replace(record, trace_id=prompt.trace_id, kind=LOG, attributes=attrs))
+        else:
+            app = str(attrs.get("resource.service.name") or "otlp")
+            trace_id = trace_of(app, attrs, record.start_at)
+            joined.append(replace(record, trace_id=trace_id, attributes=attrs))
+    return joined
+
+
 without_error = cc_spans.without_error
 
 
@@ -66,7 +123,11 @@ def _read_logs(turn: Turn, records: Sequence[SpanRecord]) -> None:
                 request.usage = usage_of(attrs)
             else:
                 request.failed, request.status = True, number(attrs.get("status_code"))
-        elif event == "assistant_response" and (answer := text(attrs.get("response"))):
+        elif (
+            event == "assistant_response"
+            and not attrs.get(SIDE_KEY)  # a side request's text (a title) is no answer
+            and (answer := text(attrs.get("response")))
+        ):
             turn.request(request_id, at).text = answer
         elif event in ("tool_decision", "tool_result"):
             _read_tool_record(turn, record, floor)

@@ -24,7 +24,7 @@ from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-from sessions_app.otlp import codex_events
+from sessions_app.otlp import claude_code, codex_events
 from sessions_app.otlp.decode import (
     LOG_IDS,
     SpanRecord,
@@ -145,4 +145,5 @@ def log_records_of(
                     SpanRecord(trace_id, digest.hexdigest()[:16], parent, name, at, at, 0,
                                kept, LOG if traced else UNTRACED)
                 )  # fmt: skip
+    records = claude_code.side_requests_joined(records, untraced_trace)
     return codex_events.keyed(records, untraced_trace), bad

@@ -316,18 +316,19 @@ def test_claude_code_side_request_is_counted_once(poster: OtlpPoster, traces_fir
         100 + 116 + 117 + 3 * CACHE,
         3 + 21 + 9,
     )
-    prompt, title = _turns(session_id)
+    (prompt,) = _turns(session_id)  # the title request is the prompt's, not a turn
     assert prompt.id == f"{session_id}/dd7a1d2c9eff61a46acda2159acc19fb"
+    # The title request (sent just before the prompt) lands once, as its usage alone: its
+    # text, the title, is not the assistant's answer.
     assert _rows(prompt) == [
+        ("assistant", "", [], ""),
         ("user", "Side requests check: run echo hello", [], ""),
         ("assistant", "Running it.", ["toolu_fake0045"], ""),
         ("tool", "", [], "toolu_fake0045"),
         ("assistant", HELLO, [], ""),
     ]
-    # The title request lands once, from its records, in a turn of its own (its minute).
-    assert title.id == f"{session_id}/20261204T0258Z"
-    assert _rows(title) == [("assistant", "Fake topic", [], "")]
-    assert _usages(title) == [(100 + CACHE, 3, 300, 20, MODEL, pytest.approx(0.00085))]
+    assert _usages(prompt)[0] == (100 + CACHE, 3, 300, 20, MODEL, pytest.approx(0.00085))
+    assert not models.Event.objects.filter(text__contains="Fake topic").exists()
 
 
 @pytest.mark.parametrize("traces_first", [True, False], ids=["traces", "logs"])
