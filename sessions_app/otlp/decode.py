@@ -85,15 +85,30 @@ def decompress(body: bytes, encoding: str, limit: int) -> bytes:
         raise BadBody(415, f"Content-Encoding {encoding[:40]!r} is not supported (gzip, deflate)")
     tries = (31,) if encoding == "gzip" else (15, -15)
     for wbits in tries:
-        inflater = zlib.decompressobj(wbits)
         try:
-            out = inflater.decompress(body, limit + 1)
+            return _inflated(body, wbits, limit)
         except zlib.error:
             continue
+    raise BadBody(400, f"the body is not valid {encoding} data")
+
+
+def _inflated(body: bytes, wbits: int, limit: int) -> bytes:
+    """`body` inflated with `wbits` (gzip: each of its members in turn, as the format
+    allows several); raises zlib.error when it is corrupt, cut short (its end-of-stream
+    marker and checksum never came) or followed by other bytes, BadBody 413 over `limit`."""
+    out = b""
+    while True:
+        inflater = zlib.decompressobj(wbits)
+        out += inflater.decompress(body, limit + 1 - len(out))
         if len(out) > limit or inflater.unconsumed_tail:
             raise BadBody(413, f"the body is larger than {limit} bytes once decompressed")
-        return out
-    raise BadBody(400, f"the body is not valid {encoding} data")
+        if not inflater.eof:
+            raise zlib.error("the compressed data ends before its end-of-stream marker")
+        body = inflater.unused_data
+        if not body:
+            return out
+        if wbits != 31 or not body.startswith(b"\x1f\x8b"):
+            raise zlib.error("other bytes follow the compressed data")
 
 
 def _hex_to_base64(value: Any, where: str) -> Any:

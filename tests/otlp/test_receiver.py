@@ -284,6 +284,54 @@ def test_deflate_bodies_land_the_same(poster: OtlpPoster, wbits: int) -> None:
     assert landed() == expected
 
 
+def _cut_and_padded_bodies() -> dict[str, tuple[bytes, str]]:
+    """Compressed bodies an exporter never sends: cut short or followed by other bytes."""
+    import gzip
+    import zlib
+
+    body = protobuf_body(conversation_spans())
+    packed = gzip.compress(body)
+    packer = zlib.compressobj(wbits=15)
+    deflated = packer.compress(body) + packer.flush()
+    return {
+        "gzip without its checksum": (packed[:-8], "gzip"),
+        "gzip cut in the middle": (packed[: len(packed) // 2], "gzip"),
+        "gzip with other bytes after it": (packed + b"trailing", "gzip"),
+        "not gzip at all": (b"x", "gzip"),
+        "deflate cut short": (deflated[:-4], "deflate"),
+        "deflate with other bytes after it": (deflated + b"xyz", "deflate"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_cut_and_padded_bodies()))
+def test_corrupt_compressed_bodies_are_refused_and_write_nothing(
+    poster: OtlpPoster, case: str
+) -> None:
+    body, encoding = _cut_and_padded_bodies()[case]
+    for path in ("/v1/traces", "/v1/logs"):
+        response = poster.post(body, path=path, Content_Encoding=encoding)
+        assert response.status_code == 400, (case, path, response.content)
+        assert f"not valid {encoding}".encode() in response.content
+    assert not OtlpSpan.objects.exists() and not models.Session.objects.exists()
+
+
+def test_a_gzip_body_of_two_members_lands_whole(poster: OtlpPoster) -> None:
+    """gzip allows several members one after another: all of them are read."""
+    import gzip
+
+    spans = conversation_spans()
+    half = len(spans) // 2
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    expected = landed()
+    models.Session.objects.all().delete()
+    OtlpSpan.objects.all().delete()
+    first, second = protobuf_body(spans[:half]), protobuf_body(spans[half:])
+    # Two serialised requests concatenated are one request whose repeated fields join.
+    body = gzip.compress(first) + gzip.compress(second)
+    assert poster.post(body, Content_Encoding="gzip").status_code == 200
+    assert landed() == expected
+
+
 def test_landed_sessions_keep_their_page_facts(poster: OtlpPoster) -> None:
     """The session header's token totals and the protocol page's marks of a traced session
     equal their recomputation from its events, also after a later batch rebuilt a turn."""
