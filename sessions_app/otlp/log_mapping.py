@@ -127,12 +127,19 @@ def _events(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
 
 
 def _virtual_span(span_id: str, records: Sequence[SpanRecord]) -> SpanRecord:
-    """A ``chat`` span standing for the model call `records` describe."""
+    """A ``chat`` span standing for the model call `records` describe: the first record's
+    resource, model and agent, the usage and response model any of them names (an
+    operation-details record carries them)."""
     first = records[0]
     attributes = {
         k: v for k, v in first.attributes.items()
         if k.startswith("resource.") or k in ("gen_ai.request.model", "gen_ai.agent.name")
     }  # fmt: skip
+    for record in records:
+        attributes.update(
+            (k, v) for k, v in record.attributes.items()
+            if k.startswith("gen_ai.usage.") or k == "gen_ai.response.model"
+        )  # fmt: skip
     attributes[EVENTS_KEY] = _events(records)
     return SpanRecord(first.trace_id, span_id, first.parent_span_id, "chat", first.start_at,
                       records[-1].start_at, 0, attributes, first.kind)  # fmt: skip

@@ -218,3 +218,34 @@ def test_a_prompt_whose_last_request_failed_is_a_failed_turn(poster: OtlpPoster)
         "provider",
     )
     assert SECRET_ERROR not in database_text()
+
+
+def test_an_operation_details_record_without_a_span_counts_its_usage(poster: OtlpPoster) -> None:
+    """A model call sent as one ``gen_ai.client.inference.operation.details`` record with
+    no trace context (no span to take the usage from): its tokens and model land on the
+    call's answer, as a span's would."""
+    from opentelemetry._logs import LogRecord
+
+    from tests.otlp.agent_logs import log_provider, memory_logs, protobuf_logs
+
+    exporter = memory_logs()
+    logger = log_provider(exporter, "logs-usage").get_logger("tests.otlp.usage")
+    message = [{"role": "assistant", "parts": [{"type": "text", "content": "Hi."}]}]
+    logger.emit(LogRecord(event_name="gen_ai.client.inference.operation.details", attributes={
+        "gen_ai.conversation.id": "logs-usage-1",
+        "gen_ai.request.model": "lm-1",
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": "Hello?"}]}]
+        ),
+        "gen_ai.output.messages": json.dumps(message),
+        "gen_ai.usage.input_tokens": 3,
+        "gen_ai.usage.output_tokens": 2,
+    }))  # fmt: skip
+    response = poster.post(protobuf_logs(exporter.get_finished_logs()), path="/v1/logs")
+    assert response.status_code == 200
+    answer = models.Event.objects.get(session_id="logs-usage-1", role="assistant")
+    assert answer.text == "Hi."
+    assert answer.usage is not None
+    assert (answer.usage["prompt_tokens"], answer.usage["completion_tokens"]) == (3, 2)
+    session = models.Session.objects.get(pk="logs-usage-1")
+    assert (session.tokens_input, session.tokens_output, session.model) == (3, 2, "lm-1")
