@@ -256,8 +256,11 @@ def _first_prompt(plan: Plan) -> str:
 
 #: The columns of a new span row: a `SpanRecord`'s, then where it was received and landed.
 _SPAN_COLUMNS = (*SPAN_FIELDS, "received_at", "session_id", "turn_id")
+#: `stopped_by`: new spans of a turn someone stopped (*Stop* records an OTLP turn
+#: abandoned: no process here can stop its agent) show the agent went on, so the turn
+#: says what its spans say, not that a stop was asked for.
 _TURN_FIELDS = ("status", "reason", "failure_code", "failure_stage", "finished_at",
-                "status_note", "started_at")  # fmt: skip
+                "status_note", "started_at", "stopped_by")  # fmt: skip
 _LEASE_FIELDS = ("owner_host", "owner_pid", "lease_until")
 _NEW_TURN_COLUMNS = ("id", "session_id", *_TURN_FIELDS, *_LEASE_FIELDS)
 
@@ -278,6 +281,7 @@ def _land_turns(plans: Sequence[Plan], turns: dict[str, models.Turn], now: datet
             "finished_at": outcome.finished_at if outcome else None,
             "status_note": plan.note,
             "started_at": plan.spans[0].start_at,
+            "stopped_by": "",
         }
         if outcome is None:  # the exporter's lease: renewed by every batch of the trace
             wanted.update(owner_host=OWNER_HOST, owner_pid=0, lease_until=lease_until)

@@ -62,3 +62,23 @@ def test_spans_arriving_again_make_an_abandoned_turn_running(poster: OtlpPoster)
     late.root.end()
     assert poster.post(late.batch()).status_code == 200
     assert _turn("late").status == "completed"
+
+
+def test_spans_after_a_stop_clear_its_mark(poster: OtlpPoster) -> None:
+    """*Stop* records an OTLP turn interrupted/abandoned (no process here can stop its
+    agent) and notes who asked; spans that arrive after it show the agent went on: the
+    turn runs again, then completes, without the stop's mark."""
+    turn = OpenTurn("stopped")
+    assert poster.post(turn.batch()).status_code == 200
+    models.Turn.objects.filter(pk="shared/stopped").update(  # what Stop leaves
+        status="interrupted", reason="abandoned", stopped_by="admin (page)"
+    )
+    turn.tool_answers()
+    assert poster.post(turn.batch()).status_code == 200
+    row = _turn("stopped")
+    assert (row.status, row.reason, row.stopped_by) == ("running", "", "")
+    turn.answers("done")
+    turn.root.end()
+    assert poster.post(turn.batch()).status_code == 200
+    row = _turn("stopped")
+    assert (row.status, row.stopped_by) == ("completed", "")
