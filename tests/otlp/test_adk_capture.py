@@ -29,15 +29,14 @@ failing tool's stage.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from sessions_app import models
+from tests.otlp.captured import FIXTURES, fixture_spans
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.rows import EventRow, event_rows
 from tests.test_redaction_shapes import database_text
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA2 = "adk_2.13.0_spans.json"
 SCHEMA1 = "adk_2.13.0_schema1_spans.json"
 NO_CONTENT = "adk_2.13.0_nocontent_spans.json"
@@ -50,32 +49,15 @@ PARIS = 'The weather: {"city": "Paris", "sky": "sunny"}'
 ROME = 'The weather: {"city": "Rome", "sky": "sunny"}'
 
 
-def _spans(fixture: str) -> list[dict[str, Any]]:
-    """The fixture's spans by start time, each with its attributes as ``attrs``."""
-    document = json.loads((FIXTURES / fixture).read_text())
-    spans = [
-        {
-            **span,
-            "attrs": {
-                a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])
-            },
-        }
-        for resource in document["resourceSpans"]
-        for scope in resource["scopeSpans"]
-        for span in scope["spans"]
-    ]
-    return sorted(spans, key=lambda s: int(s["startTimeUnixNano"]))
-
-
 def _invocations(fixture: str) -> list[str]:
     """ADK's invocation ids (``gcp.vertex.agent.invocation_id``), in run order."""
-    found = [s["attrs"].get("gcp.vertex.agent.invocation_id") for s in _spans(fixture)]
+    found = [s["attrs"].get("gcp.vertex.agent.invocation_id") for s in fixture_spans(fixture)]
     return list(dict.fromkeys(i for i in found if i))
 
 
 def _adk_call_ids(fixture: str) -> list[str]:
     """The call ids ADK gave its tool calls (``gen_ai.tool.call.id`` of ``execute_tool``)."""
-    spans = _spans(fixture)
+    spans = fixture_spans(fixture)
     ids = [s["attrs"]["gen_ai.tool.call.id"] for s in spans if s["name"].startswith("execute_")]
     assert [i.startswith("adk-") for i in ids] == [True, True, False]  # the failed: no id
     return ids[:2]

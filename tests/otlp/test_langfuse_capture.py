@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -42,11 +40,11 @@ from sessions_app import models
 from sessions_app.otlp.decode import decode_request
 from sessions_app.otlp.langfuse import langfuse_attributes
 from sessions_app.otlp.models import OtlpSpan
+from tests.otlp.captured import FIXTURES, fixture_spans
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, tokens_of, turn_rows
 from tests.test_redaction_shapes import database_text
 
-FIXTURES = Path(__file__).parent / "fixtures"
 APP = "langfuse-weather"
 SECRET = "the-langfuse-tool-exception-text-w8"
 MODEL_SECRET = "the-langfuse-model-error-text-m5"
@@ -64,27 +62,10 @@ RUNS = {
 NO_CONTENT = "langfuse_3.15.0_nocontent_spans.json"
 
 
-def _spans(fixture: str) -> list[dict[str, Any]]:
-    """The fixture's spans by start time, each with its attributes as ``attrs``."""
-    document = json.loads((FIXTURES / fixture).read_text())
-    spans = [
-        {
-            **span,
-            "attrs": {
-                a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])
-            },
-        }
-        for resource in document["resourceSpans"]
-        for scope in resource["scopeSpans"]
-        for span in scope["spans"]
-    ]
-    return sorted(spans, key=lambda s: int(s["startTimeUnixNano"]))
-
-
 def _turn_ids(fixture: str, session_id: str) -> list[str]:
     """The turns of `session_id` as expected: one per run (its root observation's trace;
     Langfuse names no turn), in run order."""
-    spans = _spans(fixture)
+    spans = fixture_spans(fixture)
     roots = [s for s in spans if not s.get("parentSpanId")]
     assert {s["attrs"]["langfuse.observation.type"] for s in roots} == {"agent"}
     return [f"{session_id}/{s['traceId']}" for s in roots if s["attrs"]["session.id"] == session_id]
@@ -224,7 +205,7 @@ def test_langfuse_without_content_lands_calls_results_usage_and_failure(
     # The tool observation's call (no call id: its span's) and its result (not
     # captured), each generation's usage alone.
     tool_span = next(
-        s for s in _spans(NO_CONTENT) if s["attrs"]["langfuse.observation.type"] == "tool"
+        s for s in fixture_spans(NO_CONTENT) if s["attrs"]["langfuse.observation.type"] == "tool"
     )
     call_id = f"span-{tool_span['spanId']}"
     events = models.Event.objects.filter(turn_id=turns[0].id, usage__isnull=True)

@@ -25,17 +25,16 @@ span per cycle, a ``chat`` span per model call and an ``execute_tool`` span per 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sessions_app import models
+from tests.otlp.captured import FIXTURES, fixture_spans
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, tokens_of, turn_rows
 from tests.test_redaction_shapes import database_text
 
-FIXTURES = Path(__file__).parent / "fixtures"
 APP = "strands-weather"
 SECRET = "the-strands-tool-exception-text-q7"
 MODEL_SECRET = "the-strands-model-exception-text-m3"
@@ -50,29 +49,12 @@ WITHOUT_CONTENT = {
 }
 
 
-def _spans(fixture: str) -> list[dict[str, Any]]:
-    """The fixture's spans by start time, each with its attributes as ``attrs``."""
-    document = json.loads((FIXTURES / fixture).read_text())
-    spans = [
-        {
-            **span,
-            "attrs": {
-                a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])
-            },
-        }
-        for resource in document["resourceSpans"]
-        for scope in resource["scopeSpans"]
-        for span in scope["spans"]
-    ]
-    return sorted(spans, key=lambda s: int(s["startTimeUnixNano"]))
-
-
 def _turn_ids(fixture: str, session_id: str) -> list[str]:
     """The turns of `session_id` as expected: one per run (its ``invoke_agent`` root's
     trace; Strands names no turn), in run order."""
     return [
         f"{session_id}/{span['traceId']}"
-        for span in _spans(fixture)
+        for span in fixture_spans(fixture)
         if not span.get("parentSpanId") and span["attrs"].get("session.id") == session_id
     ]
 

@@ -33,7 +33,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,12 +41,12 @@ from sessions_app import models
 from sessions_app.otlp import log_mapping, vercel_ai
 from sessions_app.otlp.decode import JSON, SpanRecord, decode_request, spans_of
 from sessions_app.otlp.models import OtlpSpan
+from tests.otlp.captured import FIXTURES, fixture_spans
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.rows import event_rows
 from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs
 from tests.test_redaction_shapes import database_text
 
-FIXTURES = Path(__file__).parent / "fixtures"
 V6 = "vercel_ai_6.0.333_spans.json"
 NO_CONTENT = "vercel_ai_6.0.333_nocontent_spans.json"
 V5 = "vercel_ai_5.0.277_spans.json"
@@ -60,23 +59,6 @@ WITH_CONTENT = [*HANDING, (V4, "vercel4")]
 SECRET = "the-vercel-tool-exception-text-v3"
 DOWN = "the-vercel-provider-error-text-v3"
 APP = "vercel-weather"
-
-
-def _spans(fixture: str) -> list[dict[str, Any]]:
-    """The fixture's spans by start time, each with its attributes as ``attrs``."""
-    document = json.loads((FIXTURES / fixture).read_text())
-    spans = [
-        {
-            **span,
-            "attrs": {
-                a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])
-            },
-        }
-        for resource in document["resourceSpans"]
-        for scope in resource["scopeSpans"]
-        for span in scope["spans"]
-    ]
-    return sorted(spans, key=lambda s: int(s["startTimeUnixNano"]))
 
 
 def _land(poster: OtlpPoster, fixture: str) -> None:
@@ -103,7 +85,7 @@ def test_the_fixtures_are_the_sdks_own_spans() -> None:
     exception's message where the SDK put it (so that its absence from the database
     means something)."""
     for fixture, _ in [*WITH_CONTENT, (NO_CONTENT, "vercel6nc")]:
-        spans = _spans(fixture)
+        spans = fixture_spans(fixture)
         names = {s["name"] for s in spans}
         call = "ai.streamText" if fixture == STREAM else "ai.generateText"
         model = f"{call}.doStream" if fixture == STREAM else f"{call}.doGenerate"
@@ -117,11 +99,11 @@ def test_the_fixtures_are_the_sdks_own_spans() -> None:
         )
     handed = [
         s["attrs"]["ai.prompt.messages"]
-        for s in _spans(V6)
+        for s in fixture_spans(V6)
         if SECRET in s["attrs"].get("ai.prompt.messages", "")
     ]
     assert len(handed) == 1 and '"type":"error-text"' in handed[0]
-    nocontent = {k for s in _spans(NO_CONTENT) for k in s["attrs"]}
+    nocontent = {k for s in fixture_spans(NO_CONTENT) for k in s["attrs"]}
     assert not nocontent & {"ai.prompt.messages", "ai.response.text", "ai.toolCall.args"}
 
 
@@ -141,7 +123,7 @@ def test_vercel_ai_lands_the_two_weather_runs(
     events = models.Event.objects.filter(session=session)
     assert {e.author for e in events} == {"weather-agent"}  # ai.telemetry.functionId
     turn_ids = [t.id for t in _turns(f"{prefix}-s1")]
-    roots = [s for s in _spans(fixture) if not s.get("parentSpanId")][:2]
+    roots = [s for s in fixture_spans(fixture) if not s.get("parentSpanId")][:2]
     assert turn_ids == [f"{prefix}-s1/{s['traceId']}" for s in roots]
 
 
