@@ -26,3 +26,18 @@ def fixture_spans(fixture: str) -> list[dict[str, Any]]:
         for span in scope["spans"]
     ]
     return sorted(spans, key=lambda s: int(s["startTimeUnixNano"]))
+
+
+def land_fixture(poster: Any, fixture: str) -> None:
+    """POST fixture `fixture` as the exporter's JSON; every span is kept (no partial
+    success)."""
+    response = poster.post((FIXTURES / fixture).read_bytes(), "application/json")
+    assert response.status_code == 200, response.content
+    assert json.loads(response.content) == {}  # no partial success: every span kept
+
+
+def session_turns(session_id: str) -> list[Any]:
+    """The turns of `session_id`, in the order they started."""
+    from sessions_app import models
+
+    return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))

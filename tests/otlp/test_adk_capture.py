@@ -32,7 +32,7 @@ import json
 from typing import Any
 
 from sessions_app import models
-from tests.otlp.captured import FIXTURES, fixture_spans
+from tests.otlp.captured import fixture_spans, land_fixture, session_turns
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.rows import EventRow, event_rows
 from tests.test_redaction_shapes import database_text
@@ -61,16 +61,6 @@ def _adk_call_ids(fixture: str) -> list[str]:
     ids = [s["attrs"]["gen_ai.tool.call.id"] for s in spans if s["name"].startswith("execute_")]
     assert [i.startswith("adk-") for i in ids] == [True, True, False]  # the failed: no id
     return ids[:2]
-
-
-def _land(poster: OtlpPoster, fixture: str) -> None:
-    response = poster.post((FIXTURES / fixture).read_bytes(), "application/json")
-    assert response.status_code == 200, response.content
-    assert json.loads(response.content) == {}  # no partial success: every span kept
-
-
-def _turns(session_id: str) -> list[models.Turn]:
-    return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))
 
 
 def _rows(turn: models.Turn) -> list[EventRow]:
@@ -108,7 +98,7 @@ def _usage(event: models.Event) -> tuple[int, int, str]:
 def test_adk_default_schema_lands_sessions_turns_messages_and_failure(
     poster: OtlpPoster,
 ) -> None:
-    _land(poster, SCHEMA2)
+    land_fixture(poster, SCHEMA2)
     first, second, failing = _invocations(SCHEMA2)
     paris, rome = _adk_call_ids(SCHEMA2)
 
@@ -120,7 +110,7 @@ def test_adk_default_schema_lands_sessions_turns_messages_and_failure(
     )
     assert session.state["otlp"] == {"content_captured": True}
     assert (session.tokens_input, session.tokens_output) == (10 + 30 + 50 + 70, 4 * 7)
-    turns = _turns("adk-s1")  # one per invocation
+    turns = session_turns("adk-s1")  # one per invocation
     assert [(t.id, t.status) for t in turns] == [
         (f"adk-s1/{first}", "completed"),
         (f"adk-s1/{second}", "completed"),
@@ -149,7 +139,7 @@ def test_adk_default_schema_lands_sessions_turns_messages_and_failure(
         first_call = next(e for e in events if e.usage)
         assert _usage(first_call) == (tokens[0], 7, "fake-llm-1")
 
-    failed = _turns("adk-fail")
+    failed = session_turns("adk-fail")
     assert [(t.id, t.status, t.reason, t.failure_code, t.failure_stage) for t in failed] == [
         (f"adk-fail/{failing}", "failed", "agent_error", "connection_error", "tool")
     ]
@@ -165,9 +155,9 @@ def test_adk_default_schema_lands_sessions_turns_messages_and_failure(
 
 
 def test_adk_default_schema_each_call_lands_once_under_adks_id(poster: OtlpPoster) -> None:
-    _land(poster, SCHEMA2)
+    land_fixture(poster, SCHEMA2)
     paris, rome = _adk_call_ids(SCHEMA2)
-    turns = _turns("adk-s1")
+    turns = session_turns("adk-s1")
     assert _rows(turns[0]) == [
         ("system", SYSTEM, [], ""),
         ("user", "Weather in Paris?", [], ""),
@@ -188,8 +178,8 @@ def test_adk_default_schema_each_call_lands_once_under_adks_id(poster: OtlpPoste
 
 
 def test_adk_failed_tool_call_is_answered_by_its_error(poster: OtlpPoster) -> None:
-    _land(poster, SCHEMA2)
-    (failed,) = _turns("adk-fail")
+    land_fixture(poster, SCHEMA2)
+    (failed,) = session_turns("adk-fail")
     rows = _rows(failed)
     calls = [calls for _, _, calls, _ in rows if calls]
     assert len(calls) == 1 and len(calls[0]) == 1, rows
@@ -205,12 +195,12 @@ def test_adk_failed_tool_call_is_answered_by_its_error(poster: OtlpPoster) -> No
 def test_adk_legacy_schema_lands_sessions_turns_messages_and_failure(
     poster: OtlpPoster,
 ) -> None:
-    _land(poster, SCHEMA1)
+    land_fixture(poster, SCHEMA1)
     first, second, failing = _invocations(SCHEMA1)
     paris, rome = _adk_call_ids(SCHEMA1)
     session = models.Session.objects.get(pk="adk1-s1")  # gcp.vertex.agent.session_id
     assert (session.title, session.model) == ("Weather in Paris?", "fake-llm-1")
-    turns = _turns("adk1-s1")
+    turns = session_turns("adk1-s1")
     assert [(t.id, t.status) for t in turns] == [
         (f"adk1-s1/{first}", "completed"),
         (f"adk1-s1/{second}", "completed"),
@@ -225,7 +215,7 @@ def test_adk_legacy_schema_lands_sessions_turns_messages_and_failure(
         assert ("assistant", "", [call_id], "") in rows  # the execute_tool span's call
         _answering(turn, call_id)
         assert _usage(_event(turn, text=answer)) == (tokens, 7, "fake-llm-1")
-    (failed,) = _turns("adk1-fail")
+    (failed,) = session_turns("adk1-fail")
     assert (failed.id, failed.status, failed.failure_code) == (
         f"adk1-fail/{failing}",
         "failed",
@@ -235,15 +225,15 @@ def test_adk_legacy_schema_lands_sessions_turns_messages_and_failure(
 
 
 def test_adk_legacy_schema_system_prompt(poster: OtlpPoster) -> None:
-    _land(poster, SCHEMA1)
-    for turn in _turns("adk1-s1"):
+    land_fixture(poster, SCHEMA1)
+    for turn in session_turns("adk1-s1"):
         assert _rows(turn)[0] == ("system", SYSTEM, [], "")
 
 
 def test_adk_legacy_schema_tool_arguments_and_result(poster: OtlpPoster) -> None:
-    _land(poster, SCHEMA1)
+    land_fixture(poster, SCHEMA1)
     paris, _ = _adk_call_ids(SCHEMA1)
-    turn = _turns("adk1-s1")[0]
+    turn = session_turns("adk1-s1")[0]
     call = _calling(turn, paris)
     assert call.tool_calls[0]["arguments"] == {"city": "Paris"}
     result = _answering(turn, paris)  # the attribute as received, as gen_ai.tool.call.result's
@@ -251,22 +241,22 @@ def test_adk_legacy_schema_tool_arguments_and_result(poster: OtlpPoster) -> None
 
 
 def test_adk_legacy_schema_no_orphan_results(poster: OtlpPoster) -> None:
-    _land(poster, SCHEMA1)
+    land_fixture(poster, SCHEMA1)
     paris, rome = _adk_call_ids(SCHEMA1)
-    for turn, call_id in zip(_turns("adk1-s1"), (paris, rome), strict=True):
+    for turn, call_id in zip(session_turns("adk1-s1"), (paris, rome), strict=True):
         assert [answered for role, _, _, answered in _rows(turn) if role == "tool"] == [call_id]
     assert models.Session.objects.get(pk="adk1-s1").orphan_result_count == 0
 
 
 def test_adk_legacy_schema_counts_every_model_calls_usage(poster: OtlpPoster) -> None:
-    _land(poster, SCHEMA1)
+    land_fixture(poster, SCHEMA1)
     session = models.Session.objects.get(pk="adk1-s1")
     assert (session.tokens_input, session.tokens_output) == (10 + 30 + 50 + 70, 4 * 7)
 
 
 def test_adk_legacy_schema_tool_failure_stage(poster: OtlpPoster) -> None:
-    _land(poster, SCHEMA1)
-    (failed,) = _turns("adk1-fail")
+    land_fixture(poster, SCHEMA1)
+    (failed,) = session_turns("adk1-fail")
     assert (failed.failure_code, failed.failure_stage) == ("connection_error", "tool")
 
 
@@ -274,20 +264,20 @@ def test_adk_legacy_schema_tool_failure_stage(poster: OtlpPoster) -> None:
 
 
 def test_adk_without_content_lands_calls_results_and_failure(poster: OtlpPoster) -> None:
-    _land(poster, NO_CONTENT)
+    land_fixture(poster, NO_CONTENT)
     first, second, failing = _invocations(NO_CONTENT)
     paris, rome = _adk_call_ids(NO_CONTENT)
     session = models.Session.objects.get(pk="adknc-s1")
     assert session.state["otlp"] == {"content_captured": False}
     assert session.model == "fake-llm-1"
-    turns = _turns("adknc-s1")
+    turns = session_turns("adknc-s1")
     assert [t.id for t in turns] == [f"adknc-s1/{first}", f"adknc-s1/{second}"]
     for turn, call_id in ((turns[0], paris), (turns[1], rome)):
         assert "message content was not captured" in turn.status_note
         assert ("assistant", "", [call_id], "") in _rows(turn)
         result = _answering(turn, call_id)
         assert (result.tool_response or {})["result"] == {"content_captured": False}
-    (failed,) = _turns("adknc-fail")
+    (failed,) = session_turns("adknc-fail")
     assert (failed.id, failed.status, failed.failure_code, failed.failure_stage) == (
         f"adknc-fail/{failing}",
         "failed",
@@ -298,9 +288,9 @@ def test_adk_without_content_lands_calls_results_and_failure(poster: OtlpPoster)
 
 
 def test_adk_without_content_keeps_usage(poster: OtlpPoster) -> None:
-    _land(poster, NO_CONTENT)
+    land_fixture(poster, NO_CONTENT)
     session = models.Session.objects.get(pk="adknc-s1")
     assert (session.tokens_input, session.tokens_output) == (10 + 30 + 50 + 70, 4 * 7)
-    for turn in _turns("adknc-s1"):
+    for turn in session_turns("adknc-s1"):
         usages = [e.usage for e in models.Event.objects.filter(turn_id=turn.id) if e.usage]
         assert [u["details"]["model"] for u in usages] == ["fake-llm-1"] * 2

@@ -40,6 +40,7 @@ import pytest
 
 from sessions_app import models
 from sessions_app.otlp.models import OtlpSpan
+from tests.otlp.captured import session_turns
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.rows import EventRow, event_rows
 from tests.test_redaction_shapes import database_text
@@ -108,10 +109,6 @@ def _subset(fixture: str, keep: Any) -> dict[str, Any]:
         for scope in resource["scopeSpans"]:
             scope["spans"] = [span for span in scope["spans"] if keep(span)]
     return document
-
-
-def _turns(session_id: str) -> list[models.Turn]:
-    return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))
 
 
 def _rows(turn: models.Turn) -> list[EventRow]:
@@ -205,7 +202,7 @@ def test_autogen_agent_runs_land_a_session_and_turn_each(poster: OtlpPoster) -> 
         assert session.state["otlp"] == {"content_captured": True}
         assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
         assert not session.cannot_resume
-    (paris,), (rome,) = _turns(paris_id), _turns(rome_id)
+    (paris,), (rome,) = session_turns(paris_id), session_turns(rome_id)
     runs = _runs(AGENT)
     assert (paris.id, rome.id) == (
         f"{paris_id}/{runs[0]['traceId']}",
@@ -219,7 +216,7 @@ def test_autogen_failing_tool_is_answered_by_its_error_and_its_text_is_not_kept(
 ) -> None:
     _land_fixture(poster, AGENT)
     _, _, atlantis_id, _ = _run_sessions(AGENT)
-    (turn,) = _turns(atlantis_id)
+    (turn,) = session_turns(atlantis_id)
     _assert_tool_failure(turn)
     session = models.Session.objects.get(pk=atlantis_id)
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
@@ -238,7 +235,7 @@ def test_autogen_failing_tool_is_answered_by_its_error_and_its_text_is_not_kept(
 def test_autogen_model_failure_fails_the_turn_at_the_provider(poster: OtlpPoster) -> None:
     _land_fixture(poster, AGENT)
     *_, mars_id = _run_sessions(AGENT)
-    (turn,) = _turns(mars_id)
+    (turn,) = session_turns(mars_id)
     _assert_model_failure(turn)
     _assert_no_secret()
 
@@ -259,7 +256,7 @@ def test_autogen_tool_failure_text_is_replaced_when_the_tool_span_came_first(
     result arrives in a later request."""
     trace_id = _runs(AGENT)[2]["traceId"]
     _land(poster, _subset(AGENT, lambda s: s["traceId"] == trace_id and "tool" in s["name"]))
-    (turn,) = _turns(f"otlp-{trace_id}")
+    (turn,) = session_turns(f"otlp-{trace_id}")
     assert turn.status == "running"  # no root yet
     _land(poster, _subset(AGENT, lambda s: s["traceId"] == trace_id and "tool" not in s["name"]))
     _assert_tool_failure(models.Turn.objects.get(pk=turn.id))
@@ -279,7 +276,7 @@ def test_autogen_without_content_lands_calls_results_usage_and_failures(
         session = models.Session.objects.get(pk=session_id)
         assert session.state["otlp"] == {"content_captured": False}
         assert (session.title, session.model) == ("", MODEL)
-        (turn,) = _turns(session_id)
+        (turn,) = session_turns(session_id)
         assert turn.status == "completed"
         assert "message content was not captured" in turn.status_note
         # The model's calls as usage alone, the tool's call and result from its span.
@@ -293,11 +290,11 @@ def test_autogen_without_content_lands_calls_results_usage_and_failures(
         assert result == {"tool_call_id": call_id, "name": "get_weather",
                           "result": {"content_captured": False}}  # fmt: skip
         assert _usages(turn) == [(tokens[0], 7, MODEL), (tokens[1], 7, MODEL)]
-    (failing,) = _turns(atlantis_id)
+    (failing,) = session_turns(atlantis_id)
     assert failing.status == "completed"
     errors = [e.tool_response for e in models.Event.objects.filter(turn_id=failing.id, role="tool")]
     assert errors == [{"tool_call_id": ATLANTIS, "name": "get_weather", "error": "ConnectionError"}]
-    (broken,) = _turns(mars_id)
+    (broken,) = session_turns(mars_id)
     assert (broken.status, broken.failure_code, broken.failure_stage) == (
         "failed",
         "openai.internal_server_error",
@@ -327,7 +324,7 @@ def test_autogen_team_lands_only_the_agent_runs(poster: OtlpPoster) -> None:
     assert OtlpSpan.objects.filter(session_id="").count() == len(
         [s for s in spans if s["traceId"] not in {run["traceId"] for run in runs}]
     )
-    (paris,), (rome,), (atlantis,), (mars,) = (_turns(s) for s in sessions)
+    (paris,), (rome,), (atlantis,), (mars,) = (session_turns(s) for s in sessions)
     _assert_conversation_runs(paris, rome)
     _assert_tool_failure(atlantis)
     _assert_model_failure(mars)  # under an OK publish root: the run's span failed
@@ -341,13 +338,13 @@ def test_autogen_team_turn_is_the_agent_run_not_the_runtime_root(poster: OtlpPos
         root = next(
             s for s in spans if s["traceId"] == run["traceId"] and not s.get("parentSpanId")
         )
-        (turn,) = _turns(session_id)
+        (turn,) = session_turns(session_id)
         assert turn.finished_at is not None  # the run's end, not its root's
         assert int(turn.finished_at.timestamp() * 1e6) == int(run["endTimeUnixNano"]) // 1000
         assert int(root["endTimeUnixNano"]) > int(run["endTimeUnixNano"])
         assert root.get("status", {}).get("code", 0) == 0  # unset, also when the run failed
     *_, mars = _run_sessions(TEAM)
-    assert _turns(mars)[0].status == "failed"  # the run's span failed
+    assert session_turns(mars)[0].status == "failed"  # the run's span failed
 
 
 def test_autogen_team_runtime_message_copies_are_not_kept(poster: OtlpPoster) -> None:
@@ -372,7 +369,7 @@ def test_autogen_team_run_lands_when_its_runtime_spans_came_first(poster: OtlpPo
     assert not models.Session.objects.exists()
     assert set(OtlpSpan.objects.values_list("session_id", "turn_id")) == {("", "")}
     _land(poster, _subset(TEAM, lambda s: s["traceId"] == trace_id and s["spanId"] not in runtime))
-    (paris,) = _turns(f"otlp-{trace_id}")
+    (paris,) = session_turns(f"otlp-{trace_id}")
     assert paris.status == "completed"
     assert _rows(paris) == _expected("Weather in Paris?", PARIS, "It is sunny in Paris.")
     assert set(OtlpSpan.objects.values_list("session_id", "turn_id")) == {
@@ -392,12 +389,12 @@ def test_autogen_runs_in_a_conversation_span_share_its_session(poster: OtlpPoste
     session = models.Session.objects.get(pk="agc-s1")
     assert (session.title, session.model) == ("Weather in Paris?", MODEL)
     assert (session.tokens_input, session.tokens_output) == (20 + 40 + 60 + 80, 4 * 7)
-    paris, rome = _turns("agc-s1")  # one turn per run (per trace)
+    paris, rome = session_turns("agc-s1")  # one turn per run (per trace)
     assert (paris.id, rome.id) == (f"agc-s1/{runs[0]['traceId']}", f"agc-s1/{runs[1]['traceId']}")
     _assert_conversation_runs(paris, rome)
-    (atlantis,) = _turns("agc-fail")
+    (atlantis,) = session_turns("agc-fail")
     _assert_tool_failure(atlantis)
-    (mars,) = _turns("agc-broken")
+    (mars,) = session_turns("agc-broken")
     _assert_model_failure(mars)
     for session_id in ("agc-s1", "agc-fail"):
         row = models.Session.objects.get(pk=session_id)
@@ -425,10 +422,10 @@ def test_autogen_messages_in_log_records_and_the_failed_tools_text_not_kept(
         _land(poster, logs, "/v1/logs")
     paris_id, rome_id, atlantis_id, mars_id = _run_sessions(EVENT_SPANS)
     assert models.Session.objects.count() == 4
-    (paris,), (rome,) = _turns(paris_id), _turns(rome_id)
+    (paris,), (rome,) = session_turns(paris_id), session_turns(rome_id)
     _assert_conversation_runs(paris, rome)
-    (atlantis,) = _turns(atlantis_id)
+    (atlantis,) = session_turns(atlantis_id)
     _assert_tool_failure(atlantis)
-    (mars,) = _turns(mars_id)
+    (mars,) = session_turns(mars_id)
     _assert_model_failure(mars)
     _assert_no_secret()

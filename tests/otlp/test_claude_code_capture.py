@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from sessions_app import models
+from tests.otlp.captured import session_turns
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.rows import EventRow, event_rows
 from tests.test_redaction_shapes import database_text
@@ -57,10 +58,6 @@ def _post(poster: OtlpPoster, fixture: str, content_type: str = "application/jso
     response = poster.post((FIXTURES / fixture).read_bytes(), content_type, path=path)
     assert response.status_code == 200, response.content
     assert response.content in (b"{}", b"")  # no partial success: every span and record kept
-
-
-def _turns(session_id: str) -> list[models.Turn]:
-    return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))
 
 
 def _rows(turn: models.Turn) -> list[EventRow]:
@@ -102,7 +99,7 @@ def _assert_sessions_and_turns(*, with_text: bool) -> None:
     )
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
     assert not session.cannot_resume
-    first, second = _turns(S1)  # one per prompt, named by its trace
+    first, second = session_turns(S1)  # one per prompt, named by its trace
     assert [(t.id, t.status) for t in (first, second)] == [
         (f"{S1}/{S1_TRACES[0]}", "completed"),
         (f"{S1}/{S1_TRACES[1]}", "completed"),
@@ -124,7 +121,7 @@ def _assert_sessions_and_turns(*, with_text: bool) -> None:
     # The interaction span's times: the turn from the prompt to Claude Code's last answer.
     assert first.finished_at is not None
     assert (first.finished_at - first.started_at).total_seconds() == pytest.approx(0.235, abs=1e-3)
-    (failed_tool,) = _turns(FAIL)
+    (failed_tool,) = session_turns(FAIL)
     assert (failed_tool.id, failed_tool.status) == (f"{FAIL}/{FAIL_TRACE}", "completed")
     answer_failed = "The check failed (exit code 3)." if with_text else ""
     assert _rows(failed_tool) == [
@@ -138,7 +135,7 @@ def _assert_sessions_and_turns(*, with_text: bool) -> None:
     assert _results(failed_tool) == [
         {"tool_call_id": "toolu_fake0001", "name": "Bash", "error": code}
     ]
-    (failed_api,) = _turns(API)
+    (failed_api,) = session_turns(API)
     assert (failed_api.id, failed_api.status, failed_api.failure_code) == (
         f"{API}/{API_TRACE}",
         "failed",
@@ -161,7 +158,7 @@ def test_claude_code_traces_and_logs_land_in_one_turn_per_prompt(
 
 def test_claude_code_each_fact_lands_once_from_both_signals(poster: OtlpPoster) -> None:
     _post(poster, LOGS)
-    (turn,) = _turns(FAIL)
+    (turn,) = session_turns(FAIL)
     from_logs = _rows(turn)
     assert turn.status == "running"  # its records name a trace: they wait for its root span
     _post(poster, TRACES)
@@ -176,7 +173,7 @@ def test_claude_code_each_fact_lands_once_from_both_signals(poster: OtlpPoster) 
 def test_claude_code_usage_cost_model_and_what_the_spans_add(poster: OtlpPoster) -> None:
     _post(poster, TRACES)
     _post(poster, LOGS)
-    first, second = _turns(S1)
+    first, second = session_turns(S1)
     assert _usages(first) == [
         (116 + CACHE, 21, 300, 20, MODEL, pytest.approx(0.00138)),
         (117 + CACHE, 9, 300, 20, MODEL, pytest.approx(0.001085)),
@@ -200,7 +197,7 @@ def test_claude_code_spans_alone_land_prompts_calls_results_and_usage(
 ) -> None:
     _post(poster, TRACES)
     _assert_sessions_and_turns(with_text=False)
-    first, _ = _turns(S1)
+    first, _ = session_turns(S1)
     assert _usages(first) == [
         (116 + CACHE, 21, 300, 20, MODEL, None),
         (117 + CACHE, 9, 300, 20, MODEL, None),
@@ -215,7 +212,7 @@ def test_claude_code_logs_without_traces(poster: OtlpPoster) -> None:
     session = models.Session.objects.get(pk=session_id)
     assert (session.title, session.model) == ("Please run echo hello (logs only)", MODEL)
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
-    first, second = _turns(session_id)  # one per prompt.id
+    first, second = session_turns(session_id)  # one per prompt.id
     assert [(t.id, t.status) for t in (first, second)] == [
         (f"{session_id}/e7ac9d76-0318-4b84-8997-e273972d76e8", "completed"),
         (f"{session_id}/023fb5b1-773b-418e-bf95-f61fcad5077d", "completed"),
@@ -239,7 +236,7 @@ def test_claude_code_logs_without_traces(poster: OtlpPoster) -> None:
         (116 + CACHE, 21, 300, 20, MODEL, pytest.approx(0.00138)),
         (117 + CACHE, 9, 300, 20, MODEL, pytest.approx(0.001085)),
     ]
-    (failed,) = _turns("1a3d19c0-a24c-4b36-86c6-3209e8647d78")
+    (failed,) = session_turns("1a3d19c0-a24c-4b36-86c6-3209e8647d78")
     assert (failed.id, failed.status, failed.failure_code, failed.failure_stage) == (
         "1a3d19c0-a24c-4b36-86c6-3209e8647d78/5b31974d-8189-40ce-84bd-d03d0c92eabc",
         "failed",
@@ -258,7 +255,7 @@ def test_claude_code_without_content(poster: OtlpPoster, traces_first: bool) -> 
     session = models.Session.objects.get(pk=session_id)
     assert (session.title, session.model) == ("", MODEL)
     assert session.state["otlp"] == {"content_captured": False}
-    (turn,) = _turns(session_id)
+    (turn,) = session_turns(session_id)
     assert (turn.status, "message content was not captured" in turn.status_note) == (
         "completed",
         True,
@@ -280,7 +277,7 @@ def test_claude_code_protobuf_bodies(poster: OtlpPoster) -> None:
     _post(poster, f"{V}_logs.pb", "application/x-protobuf")
     _post(poster, f"{V}_traces.pb", "application/x-protobuf")
     session_id = "39462ba4-596f-4179-b12c-7841672472fa"
-    (turn,) = _turns(session_id)
+    (turn,) = session_turns(session_id)
     assert (turn.id, turn.status) == (f"{session_id}/f6bd60920aa0c0a89d7ab792ea82d474", "completed")
     assert _rows(turn) == [
         ("user", "Please run echo hello (protobuf)", [], ""),
@@ -316,7 +313,7 @@ def test_claude_code_side_request_is_counted_once(poster: OtlpPoster, traces_fir
         100 + 116 + 117 + 3 * CACHE,
         3 + 21 + 9,
     )
-    (prompt,) = _turns(session_id)  # the title request is the prompt's, not a turn
+    (prompt,) = session_turns(session_id)  # the title request is the prompt's, not a turn
     assert prompt.id == f"{session_id}/dd7a1d2c9eff61a46acda2159acc19fb"
     # The title request (sent just before the prompt) lands once, as its usage alone: its
     # text, the title, is not the assistant's answer.
@@ -338,7 +335,7 @@ def test_claude_code_steps_parallel_calls_and_a_refused_tool(
     fixtures = [f"{V}_steps_traces.json", f"{V}_steps_logs.json"]
     for fixture in fixtures if traces_first else fixtures[::-1]:
         _post(poster, fixture)
-    (steps,) = _turns("742a05e8-30f6-49cd-a506-dd0099e54ccd")  # two tool steps
+    (steps,) = session_turns("742a05e8-30f6-49cd-a506-dd0099e54ccd")  # two tool steps
     assert _rows(steps) == [
         ("user", "Please run two steps TWOSTEPS", [], ""),
         ("assistant", "Running it.", ["toolu_fake0001"], ""),
@@ -348,7 +345,7 @@ def test_claude_code_steps_parallel_calls_and_a_refused_tool(
         ("assistant", HELLO, [], ""),
     ]
     assert len(_usages(steps)) == 3
-    (parallel,) = _turns("62dcb4a4-ab3d-45b4-83e3-0d9cb1fa9502")  # two calls in one response
+    (parallel,) = session_turns("62dcb4a4-ab3d-45b4-83e3-0d9cb1fa9502")  # two calls in one response
     assert _rows(parallel) == [
         ("user", "Please run both PARALLEL", [], ""),
         ("assistant", "Running both.", ["toolu_fake0009", "toolu_fake0010"], ""),
@@ -360,7 +357,7 @@ def test_claude_code_steps_parallel_calls_and_a_refused_tool(
     # sends no tool_decision nor tool_result for it: the tool span and its
     # blocked_on_user child (decision "reject") give the call and its refusal.
     session_id = "a833266e-f338-4225-80b9-540f998cce64"
-    (refused,) = _turns(session_id)
+    (refused,) = session_turns(session_id)
     assert _rows(refused) == [
         ("user", "Please make a file REJECT", [], ""),
         ("assistant", "Running it.", ["toolu_fake0001"], ""),

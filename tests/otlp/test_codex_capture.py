@@ -38,6 +38,7 @@ import pytest
 from sessions_app import models
 from sessions_app.otlp import codex_events
 from sessions_app.otlp.models import OtlpSpan
+from tests.otlp.captured import session_turns
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.rows import event_rows
 from tests.test_redaction_shapes import database_text
@@ -80,10 +81,6 @@ def _land(poster: OtlpPoster, *names: str) -> None:
         )
         assert response.status_code == 200, response.content
         assert json.loads(response.content) == {}  # no partial success
-
-
-def _turns(session_id: str) -> list[models.Turn]:
-    return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))
 
 
 def _events(turn: models.Turn) -> list[models.Event]:
@@ -145,7 +142,7 @@ def test_codex_runs_land_as_one_session_with_a_turn_per_prompt(poster: OtlpPoste
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
 
     prompts = _only(("echo_1", "resume_1"), "codex.user_prompt", "event.timestamp")
-    turns = _turns(conversation)  # one per prompt, keyed by the prompt's time
+    turns = session_turns(conversation)  # one per prompt, keyed by the prompt's time
     keys = [p.replace("-", "").replace(":", "") for p in prompts]
     assert [(t.id, t.status, t.failure_code) for t in turns] == [
         (f"{conversation}/{keys[0]}", "completed", ""),
@@ -185,7 +182,7 @@ def test_codex_turn_cut_across_exports_keeps_its_call_and_result_together(
     assert "codex.tool_decision" in names and "codex.tool_result" not in names
     _land(poster, "echo_1")
     conversation = _conversation("echo_1")
-    (turn,) = _turns(conversation)
+    (turn,) = session_turns(conversation)
     (call_id,) = _call_ids("echo_2")
     assert [row[:3] for row in event_rows(turn_id=turn.id)] == [
         ("user", ECHO, []),
@@ -193,7 +190,7 @@ def test_codex_turn_cut_across_exports_keeps_its_call_and_result_together(
         ("assistant", "", [call_id]),  # the decision: the call, its arguments not yet sent
     ]
     _land(poster, "echo_2")
-    assert [t.id for t in _turns(conversation)] == [turn.id]  # the same turn
+    assert [t.id for t in session_turns(conversation)] == [turn.id]  # the same turn
     rows = event_rows(turn_id=turn.id)
     assert [row for row in rows if row[2] or row[3]] == [
         ("assistant", "", [call_id], ""),
@@ -210,7 +207,7 @@ def test_codex_command_exiting_3_is_answered_by_its_exit_code(poster: OtlpPoster
     (call_id,) = _call_ids("exit3_1", "exit3_2")
     (success,) = _only(("exit3_1", "exit3_2"), "codex.tool_result", "success")
     assert success == "true"  # Codex's tool ran; the command failed
-    (turn,) = _turns(conversation)
+    (turn,) = session_turns(conversation)
     assert (turn.status, turn.failure_code) == ("completed", "")  # the model answered after
     assert event_rows(turn_id=turn.id) == [
         ("user", "Run a command that will fail: exit 3.", [], ""),
@@ -241,7 +238,7 @@ def test_codex_failed_tool_is_answered_by_its_error_and_its_text_is_not_stored(
     _land(poster, "tool_error")
     conversation = _conversation("tool_error")
     (call_id,) = _call_ids("tool_error")
-    (turn,) = _turns(conversation)
+    (turn,) = session_turns(conversation)
     assert (turn.status, turn.failure_code, turn.failure_stage) == ("completed", "", "")
     rows = event_rows(turn_id=turn.id)
     assert rows[2:4] == [("assistant", "", [call_id], ""), ("tool", "", [], call_id)]
@@ -264,7 +261,7 @@ def test_codex_api_error_fails_the_turn_at_stage_provider(poster: OtlpPoster) ->
     conversation = failing["attrs"]["conversation.id"]
     _land(poster, "tui_api_error")
 
-    (turn,) = _turns(conversation)
+    (turn,) = session_turns(conversation)
     assert (turn.status, turn.reason, turn.failure_code, turn.failure_stage) == (
         "failed",
         "agent_error",
@@ -280,7 +277,7 @@ def test_codex_api_error_fails_the_turn_at_stage_provider(poster: OtlpPoster) ->
     )
     # The CLI's title request: a conversation of its own, completed, with its usage.
     (other,) = models.Session.objects.exclude(pk=conversation)
-    (title_turn,) = _turns(other.pk)
+    (title_turn,) = session_turns(other.pk)
     assert title_turn.status == "completed"
     assert [e.role for e in _events(title_turn)] == ["user", "assistant"]
     assert other.tokens_input > 0
@@ -299,7 +296,7 @@ def test_codex_without_prompt_logging_lands_calls_and_says_content_not_captured(
     session = models.Session.objects.get(pk=conversation)
     assert session.title == ""
     assert session.state["otlp"] == {"content_captured": False}
-    (turn,) = _turns(conversation)
+    (turn,) = session_turns(conversation)
     assert turn.status == "completed"
     assert turn.status_note.endswith("message content was not captured")
     assert event_rows(turn_id=turn.id) == [
@@ -317,7 +314,7 @@ def test_codex_binary_export_lands_as_the_json_one(poster: OtlpPoster) -> None:
     assert response.status_code == 200, response.content
     (session,) = models.Session.objects.all()
     assert (session.app_name, session.title, session.model) == ("codex_exec", ECHO, MODEL)
-    (turn,) = _turns(session.pk)
+    (turn,) = session_turns(session.pk)
     rows = event_rows(turn_id=turn.id)
     assert [(role, text, len(calls), bool(answered)) for role, text, calls, answered in rows] == [
         ("user", ECHO, 0, False),
@@ -359,7 +356,7 @@ def test_codex_records_with_trace_context_still_land_in_their_prompts_turn(
     conversation = _conversation("traced_1", "traced_2")
     (call_id,) = _call_ids("traced_1", "traced_2")
     assert list(models.Session.objects.values_list("pk", flat=True)) == [conversation]
-    (turn,) = _turns(conversation)
+    (turn,) = session_turns(conversation)
     assert event_rows(turn_id=turn.id) == [
         ("user", ECHO, [], ""),
         ("assistant", "", [], ""),
@@ -393,7 +390,7 @@ def test_codex_retried_server_error_and_failed_stream_fail_their_turns(
     assert any("the-fake-stream-error-text-hm58" in m for m in messages)
     _land(poster, *RETRIES)
 
-    turns = _turns(conversation)
+    turns = session_turns(conversation)
     assert [(t.status, t.reason, t.failure_code, t.failure_stage) for t in turns] == [
         ("failed", "agent_error", "http_500", "provider"),
         ("failed", "agent_error", "api_error", "provider"),
@@ -433,7 +430,7 @@ def test_codex_denied_tool_call_is_answered_once_by_its_rejection(
         _land(poster, "echo_2")
     conversation = _conversation("echo_1")
     (call_id,) = _call_ids("echo_2")
-    (turn,) = _turns(conversation)
+    (turn,) = session_turns(conversation)
     answers = [e.tool_response for e in _events(turn) if e.role == "tool"]
     assert answers == [{"tool_call_id": call_id, "name": "exec_command", "error": "tool_rejected"}]
     assert models.Session.objects.get(pk=conversation).protocol_issue_count == 0

@@ -40,7 +40,7 @@ from sessions_app import models
 from sessions_app.otlp.decode import decode_request
 from sessions_app.otlp.langfuse import langfuse_attributes
 from sessions_app.otlp.models import OtlpSpan
-from tests.otlp.captured import FIXTURES, fixture_spans
+from tests.otlp.captured import FIXTURES, fixture_spans, session_turns
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, tokens_of, turn_rows
 from tests.test_redaction_shapes import database_text
@@ -84,10 +84,6 @@ def _land(poster: OtlpPoster, fixture: str) -> None:
     assert response.content == b""  # an empty ExportTraceServiceResponse: every span kept
 
 
-def _turns(session_id: str) -> list[models.Turn]:
-    return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))
-
-
 def _outcome(turn: models.Turn) -> tuple[str, str, str, str, str]:
     return (turn.status, turn.reason, turn.failure_code, turn.failure_stage, turn.failure_message)
 
@@ -100,7 +96,7 @@ def test_langfuse_runs_land_as_the_two_weather_turns(poster: OtlpPoster, fixture
     # with the tool observation (which names no call id) and its result, the answers,
     # each generation's usage and model; the second run's history is not stored again.
     assert_two_weather_runs(session_id, APP)
-    assert [t.id for t in _turns(session_id)] == _turn_ids(fixture, session_id)
+    assert [t.id for t in session_turns(session_id)] == _turn_ids(fixture, session_id)
     session = models.Session.objects.get(pk=session_id)
     assert session.user_id == "user-7"
     assert session.state["otlp"] == {"content_captured": True}
@@ -117,7 +113,7 @@ def test_langfuse_failing_tool_fails_the_turn_at_the_tool(poster: OtlpPoster, fi
     _land(poster, fixture)
     prefix, code, _ = RUNS[fixture]
     session_id = f"{prefix}-fail"
-    (turn,) = _turns(session_id)
+    (turn,) = session_turns(session_id)
     assert turn.id == _turn_ids(fixture, session_id)[0]
     assert _outcome(turn) == ("failed", "agent_error", code, "tool", "")
     assert turn_rows(turn) == [
@@ -149,7 +145,7 @@ def test_langfuse_failing_model_fails_the_turn_at_the_provider(
     _land(poster, fixture)
     prefix, _, code = RUNS[fixture]
     session_id = f"{prefix}-down"
-    (turn,) = _turns(session_id)
+    (turn,) = session_turns(session_id)
     assert turn.id == _turn_ids(fixture, session_id)[0]
     # The generation failed (level ERROR, the server's message as its status message):
     # stage provider, the client's exception class where the span names it.
@@ -197,7 +193,7 @@ def test_langfuse_without_content_lands_calls_results_usage_and_failure(
         MODEL,
     )
     assert session.state["otlp"] == {"content_captured": False}
-    turns = _turns(session.id)
+    turns = session_turns(session.id)
     assert [t.id for t in turns] == _turn_ids(NO_CONTENT, session.id)
     for turn in turns:
         assert turn.status == "completed"
@@ -227,11 +223,11 @@ def test_langfuse_without_content_lands_calls_results_usage_and_failure(
     assert [tokens_of(e) for e in used] == [(12, 5), (30, 7), (41, 6)]
     assert {(e.usage or {})["details"]["model"] for e in used} == {MODEL}
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
-    (failed,) = _turns("lfnc-fail")
+    (failed,) = session_turns("lfnc-fail")
     assert _outcome(failed) == ("failed", "agent_error", "agent_error", "tool", "")
     error = models.Event.objects.get(turn_id=failed.id, role="tool").tool_response or {}
     assert (error["name"], error["error"]) == ("get_weather", "error")
-    (down,) = _turns("lfnc-down")
+    (down,) = session_turns("lfnc-down")
     assert _outcome(down) == ("failed", "agent_error", "agent_error", "provider", "")
     text = database_text()
     assert (SECRET in text, MODEL_SECRET in text) == (False, False)

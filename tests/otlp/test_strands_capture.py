@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from sessions_app import models
-from tests.otlp.captured import FIXTURES, fixture_spans
+from tests.otlp.captured import FIXTURES, fixture_spans, land_fixture, session_turns
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, tokens_of, turn_rows
 from tests.test_redaction_shapes import database_text
@@ -59,16 +59,6 @@ def _turn_ids(fixture: str, session_id: str) -> list[str]:
     ]
 
 
-def _land(poster: OtlpPoster, fixture: str) -> None:
-    response = poster.post((FIXTURES / fixture).read_bytes(), "application/json")
-    assert response.status_code == 200, response.content
-    assert json.loads(response.content) == {}  # no partial success: every span kept
-
-
-def _turns(session_id: str) -> list[models.Turn]:
-    return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))
-
-
 def _outcome(turn: models.Turn) -> tuple[str, str, str, str, str]:
     return (turn.status, turn.reason, turn.failure_code, turn.failure_stage, turn.failure_message)
 
@@ -87,14 +77,14 @@ def _error_result(turn: models.Turn) -> dict[str, Any] | None:
 
 @pytest.mark.parametrize("fixture", WITH_CONTENT)
 def test_strands_runs_land_as_the_two_weather_turns(poster: OtlpPoster, fixture: str) -> None:
-    _land(poster, fixture)
+    land_fixture(poster, fixture)
     prefix = WITH_CONTENT[fixture]
     session_id = f"{prefix}-s1"  # trace_attributes={"session.id": ...}
     # Each run its own turn; the user prompt, the system prompt, the call paired with its
     # result by Strands' call id, the answers, each model call's usage and model; the
     # second run's history (sent again to the model) is not stored again.
     assert_two_weather_runs(session_id, APP)
-    assert [t.id for t in _turns(session_id)] == _turn_ids(fixture, session_id)
+    assert [t.id for t in session_turns(session_id)] == _turn_ids(fixture, session_id)
     session = models.Session.objects.get(pk=session_id)
     assert session.state["otlp"] == {"content_captured": True}
     # The chat spans' usage only: not the agent span's, summed over the agent's life.
@@ -106,9 +96,9 @@ def test_strands_runs_land_as_the_two_weather_turns(poster: OtlpPoster, fixture:
 def test_strands_failing_tool_is_answered_by_its_error_and_the_run_goes_on(
     poster: OtlpPoster, fixture: str
 ) -> None:
-    _land(poster, fixture)
+    land_fixture(poster, fixture)
     session_id = f"{WITH_CONTENT[fixture]}-fail"
-    (turn,) = _turns(session_id)
+    (turn,) = session_turns(session_id)
     assert turn.id == _turn_ids(fixture, session_id)[0]
     # Strands catches the tool's exception and gives the model an error result: the run,
     # and its turn, complete with the model's answer.
@@ -138,9 +128,9 @@ def test_strands_failing_tool_is_answered_by_its_error_and_the_run_goes_on(
 def test_strands_failing_model_fails_the_turn_at_the_provider(
     poster: OtlpPoster, fixture: str
 ) -> None:
-    _land(poster, fixture)
+    land_fixture(poster, fixture)
     session_id = f"{WITH_CONTENT[fixture]}-down"
-    (turn,) = _turns(session_id)
+    (turn,) = session_turns(session_id)
     assert turn.id == _turn_ids(fixture, session_id)[0]
     assert _outcome(turn) == ("failed", "agent_error", "timeout_error", "provider", "")
     assert turn_rows(turn) == [("system", SYSTEM, [], ""), ("user", "Is the model down?", [], "")]
@@ -150,7 +140,7 @@ def test_strands_failing_model_fails_the_turn_at_the_provider(
 
 def test_strands_kept_spans_hold_no_error_text(poster: OtlpPoster) -> None:
     for fixture in (*WITH_CONTENT, *WITHOUT_CONTENT):
-        _land(poster, fixture)
+        land_fixture(poster, fixture)
     text = database_text()
     # Strands' error result text ("Error: ConnectionError - <message>"), its exception
     # events and status descriptions: none kept, nor its redaction placeholder.
@@ -165,12 +155,12 @@ def test_strands_kept_spans_hold_no_error_text(poster: OtlpPoster) -> None:
 def test_strands_without_content_lands_calls_results_usage_and_failures(
     poster: OtlpPoster, fixture: str
 ) -> None:
-    _land(poster, fixture)
+    land_fixture(poster, fixture)
     prefix = WITHOUT_CONTENT[fixture]
     session = models.Session.objects.get(pk=f"{prefix}-s1")
     assert (session.app_name, session.title, session.model) == (APP, "", MODEL)
     assert session.state["otlp"] == {"content_captured": False}
-    turns = _turns(session.id)
+    turns = session_turns(session.id)
     assert [t.id for t in turns] == _turn_ids(fixture, session.id)
     for turn in turns:
         assert turn.status == "completed"
@@ -191,14 +181,14 @@ def test_strands_without_content_lands_calls_results_usage_and_failures(
     assert _usages(session.id) == [(12, 5), (30, 7), (41, 6)]
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
 
-    (failing,) = _turns(f"{prefix}-fail")
+    (failing,) = session_turns(f"{prefix}-fail")
     assert _outcome(failing) == ("completed", "", "", "", "")
     assert _error_result(failing) == {
         "tool_call_id": "call_atlantis",
         "name": "get_weather",
         "error": "ConnectionError",
     }
-    (down,) = _turns(f"{prefix}-down")
+    (down,) = session_turns(f"{prefix}-down")
     assert _outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
     text = database_text()
     assert (SECRET in text, MODEL_SECRET in text, "[REDACTED]" in text) == (False, False, False)
@@ -229,9 +219,9 @@ def test_strands_spans_sent_one_by_one_root_last_land_the_same(
     assert_two_weather_runs(f"{prefix}-s1", APP)
     session = models.Session.objects.get(pk=f"{prefix}-s1")
     assert (session.tokens_input, session.tokens_output) == (12 + 30 + 41, 5 + 7 + 6)
-    (failing,) = _turns(f"{prefix}-fail")
+    (failing,) = session_turns(f"{prefix}-fail")
     assert _outcome(failing) == ("completed", "", "", "", "")
     assert (_error_result(failing) or {}).get("error") == "ConnectionError"
-    (down,) = _turns(f"{prefix}-down")
+    (down,) = session_turns(f"{prefix}-down")
     assert _outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
     assert SECRET not in database_text()

@@ -41,7 +41,7 @@ from sessions_app import models
 from sessions_app.otlp import log_mapping, vercel_ai
 from sessions_app.otlp.decode import JSON, SpanRecord, decode_request, spans_of
 from sessions_app.otlp.models import OtlpSpan
-from tests.otlp.captured import FIXTURES, fixture_spans
+from tests.otlp.captured import FIXTURES, fixture_spans, land_fixture, session_turns
 from tests.otlp.conftest import OtlpPoster
 from tests.otlp.rows import event_rows
 from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs
@@ -59,16 +59,6 @@ WITH_CONTENT = [*HANDING, (V4, "vercel4")]
 SECRET = "the-vercel-tool-exception-text-v3"
 DOWN = "the-vercel-provider-error-text-v3"
 APP = "vercel-weather"
-
-
-def _land(poster: OtlpPoster, fixture: str) -> None:
-    response = poster.post((FIXTURES / fixture).read_bytes(), "application/json")
-    assert response.status_code == 200, response.content
-    assert json.loads(response.content) == {}  # no partial success: every span kept
-
-
-def _turns(session_id: str) -> list[models.Turn]:
-    return list(models.Turn.objects.filter(session_id=session_id).order_by("started_at"))
 
 
 def _usages(turn: models.Turn) -> list[tuple[int, int, str]]:
@@ -111,7 +101,7 @@ def test_the_fixtures_are_the_sdks_own_spans() -> None:
 def test_vercel_ai_lands_the_two_weather_runs(
     poster: OtlpPoster, fixture: str, prefix: str
 ) -> None:
-    _land(poster, fixture)
+    land_fixture(poster, fixture)
     # The session the metadata names, one turn per generateText call, the system
     # prompt, the user messages only once (the second run's history is not stored
     # again), the call paired with the tool span's result, every model call's usage.
@@ -122,7 +112,7 @@ def test_vercel_ai_lands_the_two_weather_runs(
     assert session.orphan_result_count == 0 and not session.cannot_resume
     events = models.Event.objects.filter(session=session)
     assert {e.author for e in events} == {"weather-agent"}  # ai.telemetry.functionId
-    turn_ids = [t.id for t in _turns(f"{prefix}-s1")]
+    turn_ids = [t.id for t in session_turns(f"{prefix}-s1")]
     roots = [s for s in fixture_spans(fixture) if not s.get("parentSpanId")][:2]
     assert turn_ids == [f"{prefix}-s1/{s['traceId']}" for s in roots]
 
@@ -131,8 +121,8 @@ def test_vercel_ai_lands_the_two_weather_runs(
 def test_vercel_ai_tool_error_handed_to_the_model(
     poster: OtlpPoster, fixture: str, prefix: str
 ) -> None:
-    _land(poster, fixture)
-    (turn,) = _turns(f"{prefix}-fail")
+    land_fixture(poster, fixture)
+    (turn,) = session_turns(f"{prefix}-fail")
     # The SDK gave the tool's error to the model and the run went on: a completed turn,
     # the call answered by the error (its class, from the exception event), once.
     assert (turn.status, turn.failure_code, turn.failure_stage) == ("completed", "", "")
@@ -158,8 +148,8 @@ def test_vercel_ai_tool_error_handed_to_the_model(
 
 
 def test_vercel_ai_4_tool_error_fails_the_turn_at_the_tool(poster: OtlpPoster) -> None:
-    _land(poster, V4)
-    (turn,) = _turns("vercel4-fail")
+    land_fixture(poster, V4)
+    (turn,) = session_turns("vercel4-fail")
     # AI SDK 4 does not hand a tool's error to the model: generateText throws, the root
     # span fails, and the failure is the tool span's (its exception's class, "Error").
     assert (turn.status, turn.reason, turn.failure_code, turn.failure_stage) == (
@@ -186,8 +176,8 @@ def test_vercel_ai_4_tool_error_fails_the_turn_at_the_tool(poster: OtlpPoster) -
 def test_vercel_ai_provider_error_fails_the_turn_at_the_provider(
     poster: OtlpPoster, fixture: str, prefix: str
 ) -> None:
-    _land(poster, fixture)
-    (turn,) = _turns(f"{prefix}-down")
+    land_fixture(poster, fixture)
+    (turn,) = session_turns(f"{prefix}-down")
     assert (turn.status, turn.reason, turn.failure_code, turn.failure_stage) == (
         "failed",
         "agent_error",
@@ -205,7 +195,7 @@ def test_vercel_ai_provider_error_fails_the_turn_at_the_provider(
 def test_vercel_ai_keeps_only_what_the_mapping_reads_of_a_model_input(
     poster: OtlpPoster,
 ) -> None:
-    _land(poster, V6)
+    land_fixture(poster, V6)
     inputs = [
         json.loads(span.attributes["ai.prompt.messages"])
         for span in OtlpSpan.objects.filter(name="ai.generateText.doGenerate")
@@ -309,12 +299,12 @@ def test_each_tool_run_is_read_between_its_model_calls() -> None:
 def test_vercel_ai_without_content_lands_calls_results_usage_and_failures(
     poster: OtlpPoster,
 ) -> None:
-    _land(poster, NO_CONTENT)
+    land_fixture(poster, NO_CONTENT)
     session = models.Session.objects.get(pk="vercel6nc-s1")
     assert session.state["otlp"] == {"content_captured": False}
     assert (session.model, session.title, session.user_id) == (MODEL, "", "u1")
     assert (session.tokens_input, session.tokens_output) == (83, 18)
-    paris, rome = _turns("vercel6nc-s1")
+    paris, rome = session_turns("vercel6nc-s1")
     for turn in (paris, rome):
         assert turn.status == "completed"
         assert "message content was not captured" in turn.status_note
@@ -333,7 +323,7 @@ def test_vercel_ai_without_content_lands_calls_results_usage_and_failures(
     result = models.Event.objects.get(turn_id=paris.id, role="tool")
     assert (result.tool_response or {})["result"] == {"content_captured": False}
 
-    (failed,) = _turns("vercel6nc-fail")
+    (failed,) = session_turns("vercel6nc-fail")
     assert failed.status == "completed"
     assert event_rows(turn_id=failed.id) == [
         ("assistant", "", [], ""),
@@ -345,7 +335,7 @@ def test_vercel_ai_without_content_lands_calls_results_usage_and_failures(
     assert (error.tool_response or {})["error"] == "Error"
     fail_session = models.Session.objects.get(pk="vercel6nc-fail")
     assert (fail_session.protocol_issue_count, fail_session.orphan_result_count) == (0, 0)
-    (down,) = _turns("vercel6nc-down")
+    (down,) = session_turns("vercel6nc-down")
     assert (down.status, down.failure_code, down.failure_stage) == (
         "failed",
         "ai_api_call_error",
