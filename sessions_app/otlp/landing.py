@@ -175,6 +175,7 @@ def land(
     _land_sessions(plans, sessions, now)
     known = set(turns)
     written: dict[str, tuple[str, list[dict[str, Any]]]] = {}
+    _without_repeated_system(plans, sessions)
     changed = _land_turns(plans, turns, now) | _land_events(plans, now, done, written)
     done.created = [plan.turn_id for plan in plans if plan.turn_id not in known]
     # Watchers get these turns again: their status or their event count changed.
@@ -200,6 +201,31 @@ def keep_unlanded(
         OtlpSpan.objects.filter(trace_id=plan.trace_id, turn_id="").update(
             session_id=plan.session_id, turn_id=plan.turn_id
         )
+
+
+def _without_repeated_system(plans: Sequence[Plan], sessions: dict[str, models.Session]) -> None:
+    """Drop from each plan the system prompt its session's turn before it already holds
+    (the same text): a framework sends the system prompt with every model call, but the
+    model is sent it once, and the next context replays every stored event. One query,
+    for the sessions that existed before the request."""
+    ours = {plan.turn_id for plan in plans}
+    earlier: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
+    existing = {plan.session_id for plan in plans if plan.session_id in sessions}
+    if existing:
+        for session_id, turn_id, text, at in (
+            models.Event.objects.active()
+            .filter(session_id__in=existing, role="system")
+            .values_list("session_id", "turn_id", "text", "created_at")
+        ):
+            if turn_id not in ours:  # this request's turns: from their drafts, below
+                earlier[session_id].append((at, text))
+    for plan in sorted(plans, key=lambda plan: plan.spans[0].start_at):
+        start = plan.spans[0].start_at
+        before = [found for found in earlier[plan.session_id] if found[0] < start]
+        system = [draft for draft in plan.drafts if draft.role == "system"]
+        if system and before and max(before)[1] == system[0].text:
+            plan.drafts = [draft for draft in plan.drafts if draft is not system[0]]
+        earlier[plan.session_id] += [(draft.at, draft.text) for draft in system]
 
 
 _NEW_SESSION_COLUMNS = ("id", "app_name", "user_id", "title", "state", "source_format", "model",

@@ -123,7 +123,8 @@ def test_adk_default_schema_lands_sessions_turns_messages_and_failure(
         # The second turn's history (the first turn, resent to the model) is not stored again.
         texts = [(role, text) for role, text, calls, answered in rows if text]
         question = "Weather in Paris?" if city == "Paris" else "And in Rome?"
-        assert texts == [("system", SYSTEM), ("user", question), ("assistant", answer)]
+        system = [("system", SYSTEM)] if city == "Paris" else []  # stored once a session
+        assert texts == [*system, ("user", question), ("assistant", answer)]
         # The tool ran under ADK's call id, with its arguments, and its result answers it.
         call = _calling(turn, call_id)
         assert call.tool_calls[0]["name"] == "get_weather"
@@ -165,8 +166,7 @@ def test_adk_default_schema_each_call_lands_once_under_adks_id(poster: OtlpPoste
         ("tool", "", [], paris),
         ("assistant", PARIS, [], ""),
     ]
-    assert _rows(turns[1]) == [
-        ("system", SYSTEM, [], ""),
+    assert _rows(turns[1]) == [  # the same system prompt is not stored again
         ("user", "And in Rome?", [], ""),
         ("assistant", "", [rome], ""),
         ("tool", "", [], rome),
@@ -226,8 +226,9 @@ def test_adk_legacy_schema_lands_sessions_turns_messages_and_failure(
 
 def test_adk_legacy_schema_system_prompt(poster: OtlpPoster) -> None:
     land_fixture(poster, SCHEMA1)
-    for turn in session_turns("adk1-s1"):
-        assert _rows(turn)[0] == ("system", SYSTEM, [], "")
+    first, second = session_turns("adk1-s1")
+    assert _rows(first)[0] == ("system", SYSTEM, [], "")
+    assert "system" not in [row[0] for row in _rows(second)]  # the same: stored once
 
 
 def test_adk_legacy_schema_tool_arguments_and_result(poster: OtlpPoster) -> None:

@@ -195,12 +195,13 @@ def test_queries_of_a_logs_batch_do_not_grow(django_assert_num_queries: Any) -> 
         store_spans(large, key)
     assert len(few) == len(many)
     # As a batch of spans (test_queries): read the kept records, sessions and turns;
-    # write records, turns and events in bulk (the session is there already: no INSERT);
+    # write records, turns and events in bulk (the session is there already: no INSERT;
+    # its earlier turns' system prompts are read, `landing._without_repeated_system`);
     # read the session's other turns and events, its tool outcomes and stored marks, and
     # keep its resume status and page facts in one UPDATE; read its turn count and token
     # totals for the watchers' turn payloads; in a transaction. SQLite: the events' search
     # index marker set and taken away (`search.batch_index`).
-    with django_assert_num_queries(17 + (2 if connection.vendor == "sqlite" else 0)):
+    with django_assert_num_queries(18 + (2 if connection.vendor == "sqlite" else 0)):
         store_spans(_claude_batch(5)[::-1], key)
 
 

@@ -43,12 +43,14 @@ def test_queries_do_not_grow_with_the_traces_of_a_batch(django_assert_num_querie
     assert len(large) == 10 * len(small)
     assert _queries(small, key) == _queries(large, key)
     # Read the kept spans, sessions and turns; write spans, sessions, turns and events in
-    # bulk; keep the resume statuses and page facts (`otlp.resume_batch`: new sessions
+    # bulk (an existing session's system prompts of earlier turns read first: a turn does
+    # not store the same one again, `landing._without_repeated_system`); keep the resume
+    # statuses and page facts (`otlp.resume_batch`: new sessions
     # are not read back, neither their turns, events, tool outcomes nor stored marks; the
     # statuses, token totals, legacy flags and updated_at in one UPDATE statement run
     # for each row); read the sessions' turn counts and token totals for the watchers'
     # turn payloads (`otlp.watched`); in a transaction. SQLite: two more, the events'
     # search index marker set and taken away (`search.batch_index`: one index statement
     # for the batch instead of the FTS trigger once per row).
-    with django_assert_num_queries(14 + (2 if connection.vendor == "sqlite" else 0)):
+    with django_assert_num_queries(15 + (2 if connection.vendor == "sqlite" else 0)):
         store_spans(_batch(5, "five"), key)
