@@ -13,7 +13,7 @@ root arrives leaves its old turn (`drop_turn`, rare: a few queries per move).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -204,21 +204,20 @@ def keep_unlanded(
 
 
 def _without_repeated_system(plans: Sequence[Plan], sessions: dict[str, models.Session]) -> None:
-    """Drop from each plan the system prompt its session's turn before it already holds
-    (the same text): a framework sends the system prompt with every model call, but the
-    model is sent it once, and the next context replays every stored event. One query,
-    for the sessions that existed before the request."""
-    ours = {plan.turn_id for plan in plans}
-    earlier: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
+    """Drop from each plan the system prompt its session's turn before it holds (frameworks
+    send it with every call; the model gets it once, and the next context replays every
+    stored event). One query, for the sessions that existed before."""
+    ours, earlier = {plan.turn_id for plan in plans}, defaultdict(list)
     existing = {plan.session_id for plan in plans if plan.session_id in sessions}
-    if existing:
-        for session_id, turn_id, text, at in (
-            models.Event.objects.active()
-            .filter(session_id__in=existing, role="system")
-            .values_list("session_id", "turn_id", "text", "created_at")
-        ):
-            if turn_id not in ours:  # this request's turns: from their drafts, below
-                earlier[session_id].append((at, text))
+    for session_id, turn_id, text, at in (
+        models.Event.objects.active()
+        .filter(session_id__in=existing, role="system")
+        .values_list("session_id", "turn_id", "text", "created_at")
+        if existing
+        else ()
+    ):
+        if turn_id not in ours:  # this request's turns: from their drafts, below
+            earlier[session_id].append((at, text))
     for plan in sorted(plans, key=lambda plan: plan.spans[0].start_at):
         start = plan.spans[0].start_at
         before = [found for found in earlier[plan.session_id] if found[0] < start]
@@ -444,10 +443,8 @@ def drop_turn(session_id: str, turn_id: str) -> None:
 
 
 def existing_rows(
-    plans: Iterable[Plan],
+    plans: Sequence[Plan],
 ) -> tuple[dict[str, models.Session], dict[str, models.Turn]]:
     """The stored sessions and turns the plans name (two queries)."""
-    plans = list(plans)
     sessions = models.Session.objects.in_bulk([p.session_id for p in plans])
-    turns = models.Turn.objects.in_bulk([p.turn_id for p in plans])
-    return dict(sessions), dict(turns)
+    return dict(sessions), dict(models.Turn.objects.in_bulk([p.turn_id for p in plans]))
