@@ -23,20 +23,20 @@ the agent's run.
 The runtime's spans carry the whole message they deliver as JSON in their ``message``
 attribute (every chat message, tool call and result, the text of a tool's exception
 handed back to the model), whatever the content settings: the mapping reads messages
-from the GenAI spans only, and `without_runtime_messages` drops that attribute before a
+from the GenAI spans only, and `without_runtime_message` drops that attribute before a
 span is kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sessions_app.otlp.decode import SpanRecord
     from sessions_app.otlp.mapping import SpanLike
 
-__all__ = ["bookkeeping_only", "run_root", "without_runtime_messages"]
+__all__ = ["bookkeeping_only", "run_root", "without_runtime_message"]
 
 #: The runtime span's copy of the message it delivers (never kept).
 RUNTIME_MESSAGE = "message"
@@ -77,9 +77,9 @@ def run_root(spans: Sequence[SpanLike], roots: Sequence[SpanLike]) -> SpanLike |
     return min(runs, key=lambda s: s.start_at) if runs else root
 
 
-def without_runtime_messages(records: Sequence[SpanRecord]) -> None:
-    """Drop, in place, the ``message`` attribute of the AutoGen runtime's spans among
-    `records` (the module docstring)."""
-    for record in records:
-        if RUNTIME_MESSAGE in record.attributes and _runtime(record):
-            record.attributes = {k: v for k, v in record.attributes.items() if k != RUNTIME_MESSAGE}
+def without_runtime_message(attributes: dict[str, Any], record: SpanRecord) -> dict[str, Any]:
+    """`attributes` (of `record`) without the ``message`` attribute when `record` is an
+    AutoGen runtime's span (the module docstring); the same dict otherwise."""
+    if RUNTIME_MESSAGE in attributes and _runtime(record):
+        return {k: v for k, v in attributes.items() if k != RUNTIME_MESSAGE}
+    return attributes

@@ -42,7 +42,7 @@ from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import RESYNC
 from sessions_app.otlp import codex_events, vercel_ai
-from sessions_app.otlp.autogen import bookkeeping_only, without_runtime_messages
+from sessions_app.otlp.autogen import bookkeeping_only, without_runtime_message
 from sessions_app.otlp.claude_code_spans import without_error
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
 from sessions_app.otlp.history import kept_inputs
@@ -117,6 +117,7 @@ _PRODUCER_SHAPES: tuple[Callable[[dict[str, Any], SpanRecord], dict[str, Any]], 
     lambda attributes, r: langfuse_attributes(attributes, r.status_code),  # the Langfuse SDK
     lambda attributes, r: vercel_ai.kept(attributes),  # the Vercel AI SDK
     lambda attributes, r: without_error(r.name, attributes),  # Claude Code's ``error``
+    without_runtime_message,  # AutoGen's runtime spans' copy of every message
 )
 
 
@@ -202,7 +203,6 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
             OtlpSpan.objects.filter(trace_id=span.trace_id, span_id=span.span_id).update(
                 attributes=span.attributes
             )
-        without_runtime_messages(new_records)  # AutoGen's copy of every message
         # AutoGen's traces of agent creation and runtime messages alone land nowhere.
         idle = {t for t, new in fresh.items() if bookkeeping_only([*kept[t], *new.values()])}
         plans = [
