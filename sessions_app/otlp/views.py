@@ -117,7 +117,7 @@ def _traces(body: bytes, content_type: str) -> tuple[list[SpanRecord], int]:
 
 def _traces_answer(rejected: int, reason: str) -> Message:
     answer = ExportTraceServiceResponse()
-    if rejected:
+    if rejected or reason:  # a reason alone: a warning, all were accepted (OTLP)
         answer.partial_success.rejected_spans = rejected
         answer.partial_success.error_message = reason
     return answer
@@ -129,7 +129,7 @@ def _logs(body: bytes, content_type: str) -> tuple[list[SpanRecord], int]:
 
 def _logs_answer(rejected: int, reason: str) -> Message:
     answer = ExportLogsServiceResponse()
-    if rejected:
+    if rejected or reason:  # a reason alone: a warning, all were accepted (OTLP)
         answer.partial_success.rejected_log_records = rejected
         answer.partial_success.error_message = reason
     return answer
@@ -199,4 +199,16 @@ async def _receive(
         return refusal(request, 503, "the database is busy; retry", retry_after=1)
     rejected = done.rejected + bad
     reason = done.reason or f"{bad} {noun} have trace or span ids of the wrong length or all zero"
+    if not rejected:
+        reason = _not_agent_warning(done.not_agent, noun)
     return _encoded(request, answer_of(rejected, reason), 200)
+
+
+def _not_agent_warning(count: int, noun: str) -> str:
+    """The answer's warning for `count` records of traces with no agent's span in them."""
+    if not count:
+        return ""
+    return (
+        f"{count} {noun} belong to traces with no GenAI or agent span: kept, shown in no "
+        "session until their trace sends one"
+    )

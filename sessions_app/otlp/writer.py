@@ -42,6 +42,7 @@ from sessions_app.live import LiveSessionService
 from sessions_app.live.broadcast import post_all
 from sessions_app.live.payloads import RESYNC
 from sessions_app.otlp import codex_events, vercel_ai
+from sessions_app.otlp.agent_traces import agent_trace
 from sessions_app.otlp.autogen import bookkeeping_only, without_runtime_message
 from sessions_app.otlp.claude_code_spans import without_error
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
@@ -76,9 +77,10 @@ _NEVER_KEPT = ("exception.", "otel.status_description", "error.message", *LANGFU
 @dataclass(slots=True)
 class Received:
     """What a request did: spans accepted (new or already kept) and rejected, the first
-    rejection's reason, and what to broadcast (new event ids, changed turn ids, the ids
-    of the turns it created, the new events' payloads and the changed turns', and the
-    sessions traces left: `landing.Landed`)."""
+    rejection's reason, the new spans of traces that are no agent's, and what to
+    broadcast (new event ids, changed turn ids, the ids of the turns it created, the new
+    events' payloads and the changed turns', and the sessions traces left:
+    `landing.Landed`)."""
 
     accepted: int = 0
     rejected: int = 0
@@ -89,6 +91,8 @@ class Received:
     events: list[dict[str, Any]] = field(default_factory=list)
     turn_payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
     left: list[str] = field(default_factory=list)
+    #: Spans kept of traces holding no agent's span (`agent_traces`): shown nowhere yet.
+    not_agent: int = 0
 
     def refuse(self, count: int, reason: str) -> None:
         """Count `count` spans as rejected for `reason` (the first reason is kept)."""
@@ -205,6 +209,15 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
             )
         # AutoGen's traces of agent creation and runtime messages alone land nowhere.
         idle = {t for t, new in fresh.items() if bookkeeping_only([*kept[t], *new.values()])}
+        # So do traces holding no agent's span (an app's HTTP requests, a CLI's tracing).
+        other = {
+            t
+            for t, new in fresh.items()
+            if not (previous[t] or agent_trace([*kept[t], *new.values()])) and t not in idle
+        }
+        if other:
+            done.not_agent = sum(len(fresh[t]) for t in other)
+            idle |= other
         plans = [
             plan_trace(
                 trace_id,
