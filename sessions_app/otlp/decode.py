@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import zstandard
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -76,13 +77,18 @@ SPAN_FIELDS = tuple(f.name for f in fields(SpanRecord))
 
 
 def decompress(body: bytes, encoding: str, limit: int) -> bytes:
-    """`body` decoded per `Content-Encoding` (identity, gzip, deflate: zlib or raw);
-    raises BadBody 415 for another encoding, 400 when corrupt, 413 over `limit` bytes."""
+    """`body` decoded per `Content-Encoding` (identity, gzip, deflate: zlib or raw, zstd:
+    the OpenTelemetry Collector's exporters offer it); raises BadBody 415 for another
+    encoding, 400 when corrupt, 413 over `limit` bytes."""
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         return body
+    if encoding == "zstd":
+        return _unzstd(body, limit)
     if encoding not in ("gzip", "deflate"):
-        raise BadBody(415, f"Content-Encoding {encoding[:40]!r} is not supported (gzip, deflate)")
+        raise BadBody(
+            415, f"Content-Encoding {encoding[:40]!r} is not supported (gzip, deflate, zstd)"
+        )
     tries = (31,) if encoding == "gzip" else (15, -15)
     for wbits in tries:
         try:
@@ -90,6 +96,38 @@ def decompress(body: bytes, encoding: str, limit: int) -> bytes:
         except zlib.error:
             continue
     raise BadBody(400, f"the body is not valid {encoding} data")
+
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def _unzstd(body: bytes, limit: int) -> bytes:
+    """`body`'s zstd frames decompressed (`zstandard`): first measured by a bounded read
+    (a small body that would inflate past `limit` stops there: BadBody 413), then
+    decoded frame by frame, each to its end (a frame cut short, other bytes after the
+    frames, or no frame at all: BadBody 400)."""
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(body, read_across_frames=True)
+        with reader:
+            size = 0
+            while chunk := reader.read(min(1 << 20, limit + 1 - size)):
+                size += len(chunk)
+                if size > limit:
+                    raise BadBody(413, f"the body is larger than {limit} bytes once decompressed")
+        out, rest = b"", body
+        while True:
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            out += frame.decompress(rest)
+            if not frame.eof or len(out) > limit:
+                break
+            rest = frame.unused_data
+            if not rest:
+                return out
+            if not rest.startswith(_ZSTD_MAGIC):
+                break
+    except zstandard.ZstdError:
+        pass
+    raise BadBody(400, "the body is not valid zstd data")
 
 
 def _inflated(body: bytes, wbits: int, limit: int) -> bytes:
