@@ -71,6 +71,8 @@ MATRIX: dict[str, tuple[str, str]] = {
     "otlp:langfuse_traces": ("api", "POST"),
     "otlp:logs": ("api", "POST"),
     "otlp:langfuse_logs": ("api", "POST"),
+    "otlp:metrics": ("refused", "POST"),  # 404 for everyone: metrics are not received
+    "otlp:langfuse_metrics": ("refused", "POST"),
     "api:create_session": ("api", "POST"),
     "api:get_session": ("api", "GET"),
     "api:list_events": ("api", "GET"),
@@ -177,7 +179,7 @@ def test_access_of_every_url(
             assert status == 401, where
             assert response["Content-Type"] == "application/problem+json", where
             assert response.json()["status"] == 401, where
-        elif kind == "api-root":
+        elif kind in {"api-root", "refused"}:
             assert status == 404, where
         elif kind == "logout":
             assert status == 302, where
@@ -202,7 +204,7 @@ def test_every_change_needs_a_csrf_token(stored_session: Event, admin_user: User
     client.force_login(admin_user)
     for name, pattern in _patterns(get_resolver().url_patterns):
         kind, method = MATRIX[name]
-        if method == "POST" and kind not in {"logout", "api"}:
+        if method == "POST" and kind not in {"logout", "api", "refused"}:
             response = client.post(_url(name, pattern, stored_session.id), {})
             assert response.status_code == 403, name
             assert b"CSRF" in response.content, name

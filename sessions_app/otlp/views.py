@@ -52,12 +52,13 @@ from sessions_app.otlp.limits import take
 from sessions_app.otlp.logs import decode_logs, log_records_of
 from sessions_app.otlp.writer import receive
 
-__all__ = ["receive_logs", "receive_traces"]
+__all__ = ["receive_logs", "receive_traces", "refuse_metrics"]
 
 logger = logging.getLogger(__name__)
 
 _CODES = {
     400: code_pb2.INVALID_ARGUMENT,
+    404: code_pb2.UNIMPLEMENTED,
     401: code_pb2.UNAUTHENTICATED,
     403: code_pb2.PERMISSION_DENIED,
     413: code_pb2.INVALID_ARGUMENT,
@@ -212,3 +213,14 @@ def _not_agent_warning(count: int, noun: str) -> str:
         f"{count} {noun} belong to traces with no GenAI or agent span: kept, shown in no "
         "session until their trace sends one"
     )
+
+
+@csrf_exempt
+@require_POST
+def refuse_metrics(request: HttpRequest) -> HttpResponse:
+    """``POST /v1/metrics``: 404 with the reason, in the request's encoding (SDKs export
+    metrics to the same endpoint by default; exporters log the reason and do not retry)."""
+    return refusal(
+        request, 404, "this dashboard receives traces and logs, not metrics: set "
+        "OTEL_METRICS_EXPORTER=none"
+    )  # fmt: skip
