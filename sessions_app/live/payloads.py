@@ -294,7 +294,11 @@ def turn_payload_from(
         "finished_at": _iso(row.finished_at),
         "event_count": event_count,
         "session_turn_count": session_turn_count,
-        **{name: value for name, value in facts.items() if value is not None},
+        **{
+            name: _iso(value) if isinstance(value, datetime) else value
+            for name, value in facts.items()
+            if value is not None
+        },
     }
 
 
@@ -309,6 +313,7 @@ SESSION_FIELDS = (
     "session_model",
     "session_protocol_issue_count",
     "session_cannot_resume",
+    "session_updated_at",  # the header's last activity (an ISO string in the payload)
 )
 _FACT_FIELDS = (*TURN_TOKEN_FIELDS, *SESSION_FIELDS)
 

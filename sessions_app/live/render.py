@@ -3,7 +3,8 @@
 Each frame is a fragment for htmx's websocket extension, which swaps every top-level
 element out of band (``hx-swap-oob``) into the page by id; the markup comes from the
 page's own partials (``sessions/detail.html#turn``, ``#turn_head``, ``#event_count``,
-``#turn_count``, ``#indicator``, ``#stop_note``, ``sessions/_tabs.html#protocol_badge``,
+``#turn_count``, ``#session_tokens``, ``#last_activity``, ``#session_model``,
+``#indicator``, ``#stop_note``, ``sessions/_tabs.html#protocol_badge``,
 ``#resume_badge`` and ``sessions/turn_events.html#event``),
 so a live page looks like a reloaded one. Every frame begins with the watcher's state,
 ``<span id="live-state" hidden data-kind=... data-last-id=...>``: what the frame is and
@@ -17,9 +18,9 @@ Frames by kind (T = turn id, N = event id):
   pair-id.
 - turn: adds the turn's article before ``#timeline-end`` (the latest page's end; the page
   skips it when the turn is already shown), replaces ``#turn-head-T``, ``#turn-count``,
-  the header's ``#session-tokens`` and the tabs' ``#protocol-badge`` and ``#resume-badge``;
-  a running turn clears ``#stop-note``, an ended one ``#live-stream-T``. State: turn-id,
-  status, reason.
+  the header's ``#session-tokens``, ``#last-activity`` and ``#session-model``, and the
+  tabs' ``#protocol-badge`` and ``#resume-badge``; a running turn clears ``#stop-note``,
+  an ended one ``#live-stream-T``. State: turn-id, status, reason.
 - partial: the first of a stream replaces ``#live-stream-T`` with a streaming box, the
   next ones append their text to ``#stream-text-T``. State: turn-id, after-id.
 - hello (``#live-indicator`` says Live), cancel (``#stop-note``), todos (state only:
@@ -177,6 +178,15 @@ def _turn_body(turn: dict[str, Any]) -> SafeString:
         parts.append(
             render_to_string("sessions/detail.html#session_tokens", {"tokens": tokens, "oob": True})
         )
+    if "session_updated_at" in turn:
+        # The header's last activity and model, as a reloaded page shows them.
+        session = SimpleNamespace(
+            updated_at=parse_datetime(turn["session_updated_at"]),
+            model=turn.get("session_model", ""),
+        )
+        for part in ("last_activity", "session_model"):
+            context = {"session": session, "oob": True}
+            parts.append(render_to_string(f"sessions/detail.html#{part}", context))
     if "session_protocol_issue_count" in turn:
         # The tabs' badges: a call left open, or a session that can no longer resume.
         session = SimpleNamespace(

@@ -211,3 +211,30 @@ def test_a_turn_frame_updates_the_tabs_badges_as_the_page_shows_them(operator_cl
         live_badges = [b.replace(' hx-swap-oob="true"', "") for b in badges(frame)]
         assert live_badges == badges(page)
         assert ('status-unanswered">2<' in frame, "cannot resume" in frame) == (cannot, cannot)
+
+
+@pytest.mark.django_db
+def test_a_turn_frame_updates_the_headers_last_activity_and_model(operator_client: Any) -> None:
+    """A turn that changes moves the header's last activity and model of every watcher,
+    out of band, to what a reload shows (the payload carries them as JSON values)."""
+    import json
+    import re
+
+    from sessions_app.models import Session
+
+    make_session("s-activity")
+    turn_id = Session.objects.get(pk="s-activity").turns.values_list("id", flat=True).get()
+    at = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+    Session.objects.filter(pk="s-activity").update(updated_at=at, model="model-b")
+    payload = live.turn_payload(turn_id)
+    assert payload is not None
+    assert json.loads(json.dumps(payload))["session_updated_at"] == at.isoformat()
+    frame = render.turn_frame(payload, 0)
+    page = operator_client.get("/sessions/s-activity/").content.decode()
+    for name in ("last-activity", "session-model"):
+        pattern = rf'<div id="{name}"[^>]*>.*?</div>'
+        shown = re.search(pattern, frame, re.S)
+        assert shown and 'hx-swap-oob="true"' in shown.group(0), frame
+        reloaded = re.search(pattern, page, re.S)
+        assert reloaded and shown.group(0).replace(' hx-swap-oob="true"', "") == reloaded.group(0)
+    assert 'datetime="2026-03-04T05:06:07' in frame and "model-b" in frame
