@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from agentops.runtime.session import FailureStage, failure_code_of
-from sessions_app.otlp import vercel_ai
+from sessions_app.otlp import openllmetry, vercel_ai
 from sessions_app.otlp.autogen import run_root
 from sessions_app.otlp.messages import (
     EVENTS_KEY,
@@ -56,6 +56,7 @@ SESSION_KEYS = (
     "metadata.session_id",
     "metadata.thread_id",
     *vercel_ai.SESSION_KEYS,  # the Vercel AI SDK's telemetry metadata
+    *openllmetry.SESSION_KEYS,  # OpenLLMetry's association properties
 )
 #: Attributes naming a trace's turn, first match wins.
 TURN_KEYS = ("adk.turn_id", "gcp.vertex.agent.invocation_id", "gen_ai.agent.call.id")
@@ -141,7 +142,7 @@ def place(spans: Sequence[SpanLike]) -> Place:
         session_key=_first(ordered, SESSION_KEYS),
         turn_key=_first(ordered, TURN_KEYS),
         app_name=_first(ordered, ("resource.service.name",)) or "otlp",
-        user_id=_first(ordered, (*USER_KEYS, *vercel_ai.USER_KEYS)),
+        user_id=_first(ordered, (*USER_KEYS, *vercel_ai.USER_KEYS, *openllmetry.USER_KEYS)),
         content_captured=any(has_content(span.attributes) for span in spans),
         model=_model(sorted(spans, key=lambda s: (s.start_at, s.span_id), reverse=True)),
     )
