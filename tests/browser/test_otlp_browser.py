@@ -1,6 +1,7 @@
 """OTLP spans of a running turn, sent by the SDK's OTLP/HTTP exporter in three batches,
 appear live on the session page in Chromium: the question and the tool call, then the
-tool's result, then the answer, each without a reload, the turn running throughout; a
+tool's result, then the answer, each without a reload, the turn running throughout (the
+header's last activity moving with them); a
 watched trace that moves into its conversation's session takes the page along."""
 
 from __future__ import annotations
@@ -52,9 +53,19 @@ def test_three_otlp_batches_of_a_running_turn_appear_live(
         _send(exporter, turn)  # batch 2: the tool's span (its result)
         page.locator(LAST + " .tool-call .badge.status-completed").wait_for(timeout=15_000)
         assert page.locator(LAST + " .tool-call.is-inflight").count() == 0
+        activity = page.locator("#last-activity time")
+        before = activity.get_attribute("datetime")
         turn.answers("The slow tool is done.")
         _send(exporter, turn)  # batch 3: the model's answer
         _wait_for_text(page, "The slow tool is done.")
+        # The header's last activity follows (out of band), shown in local time again.
+        page.wait_for_function(
+            "before => document.querySelector('#last-activity time')"
+            ".getAttribute('datetime') !== before",
+            arg=before,
+            timeout=15_000,
+        )
+        assert activity.get_attribute("data-localised") is not None
         assert page.locator(LAST).get_attribute("data-status") == "running"
         # The turn's event count arrived live too: question, call, result, answer.
         page.wait_for_selector(LAST + " .event-count[data-count='4']")
