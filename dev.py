@@ -89,6 +89,8 @@ def serve() -> None:
     # The server process keeps session demo-live running a slowly streaming turn (set
     # AGENTOPS_LIVE_DEMO=false to turn it off).
     os.environ.setdefault("AGENTOPS_LIVE_DEMO", "true")
+    # ... and receives OTLP/gRPC on gRPC's usual port beside OTLP/HTTP (empty: none).
+    os.environ.setdefault("AGENTOPS_OTLP_GRPC_ADDRESS", "127.0.0.1:4317")
     run(
         PY,
         "manage.py",
@@ -110,7 +112,11 @@ def serve() -> None:
         # The address is printed once the server really listens, not before.
         if wait_for_port(int(port), server):
             print(f"\nagentops: http://127.0.0.1:{port}/  (Ctrl-C to stop)", flush=True)
-            print(f"live demo: http://127.0.0.1:{port}/sessions/demo-live/\n", flush=True)
+            print(f"live demo: http://127.0.0.1:{port}/sessions/demo-live/", flush=True)
+            if os.environ["AGENTOPS_OTLP_GRPC_ADDRESS"]:
+                grpc = os.environ["AGENTOPS_OTLP_GRPC_ADDRESS"]
+                print(f"OTLP: http://127.0.0.1:{port}/v1/traces, gRPC {grpc}", flush=True)
+            print(flush=True)
         sys.exit(server.wait())
     except KeyboardInterrupt:
         server.terminate()

@@ -12,7 +12,9 @@ the demo session ``demo-live`` running a slowly streaming turn (`sessions_app.li
 started on the first connection, so the dashboard always shows a live turn. On its first
 call a server process also records abandoned the turns whose process died
 (`sessions_app.live.stuck.recover_on_first_call`), and with ``AGENTOPS_WATCH_PATHS`` set it
-follows those transcript folders (`sessions_app.ingest.tail_store.start_with`).
+follows those transcript folders (`sessions_app.ingest.tail_store.start_with`); with
+``AGENTOPS_OTLP_GRPC_ADDRESS`` set it serves OTLP/gRPC there too
+(`sessions_app.otlp.grpc_server`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ if settings.AGENTOPS_WATCH_PATHS:
     from sessions_app.ingest.tail_store import start_with as watch_with
 
     application = watch_with(application)
+
+# AGENTOPS_OTLP_GRPC_ADDRESS: this server process also serves OTLP/gRPC there
+# (sessions_app.otlp.grpc_server), on its own event loop, beside OTLP/HTTP.
+if settings.AGENTOPS_OTLP_GRPC_ADDRESS:
+    from sessions_app.otlp.grpc_server import start_with as grpc_with
+
+    application = grpc_with(application)
 
 # The garbage collector, tuned for a server (AGENTOPS_GC_THRESHOLD, `agentops.collector`)
 # once everything it needs at start-up is loaded.

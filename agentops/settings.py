@@ -426,6 +426,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, AGENTOPS_API_MAX_BODY_BYTES)
 AGENTOPS_OTLP_SPANS_PER_SECOND = envint("AGENTOPS_OTLP_SPANS_PER_SECOND", 50_000)
 AGENTOPS_OTLP_BURST_SPANS = envint("AGENTOPS_OTLP_BURST_SPANS", 100_000)
 AGENTOPS_OTLP_INFLATE_FACTOR = envint("AGENTOPS_OTLP_INFLATE_FACTOR", 8)
+# OTLP/gRPC receiver host:port in the server process (empty: none; dev.py serve: :4317).
+AGENTOPS_OTLP_GRPC_ADDRESS = envstr("AGENTOPS_OTLP_GRPC_ADDRESS", "")
 
 # true: the runtime's own events (and the state and failure messages it stores) are
 # redacted like imports before the Django store writes them (sessions_app.ingest.redaction).

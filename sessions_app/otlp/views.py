@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
@@ -48,13 +46,10 @@ from sessions_app.otlp.decode import (
     decompress,
     spans_of,
 )
-from sessions_app.otlp.limits import take
+from sessions_app.otlp.export import accept, key_refusal, may_write
 from sessions_app.otlp.logs import decode_logs, log_records_of
-from sessions_app.otlp.writer import receive
 
 __all__ = ["receive_logs", "receive_traces", "refuse_metrics"]
-
-logger = logging.getLogger(__name__)
 
 _CODES = {
     400: code_pb2.INVALID_ARGUMENT,
@@ -161,13 +156,11 @@ async def _receive(
     unusable), store and answer (`answer_of(rejected, reason)`) one export."""
     token = _token(request)
     key: ApiKey | None = await sync_to_async(find_key)(token) if token else None
-    if key is None:
-        how = "Authorization: Bearer"
-        if request.path.startswith("/api/public/otel/"):
-            how += ", or as the password of HTTP Basic auth"
-        return refusal(request, 401, f"send a valid, unrevoked API key as {how}")
-    if key.read_only:
-        return refusal(request, 403, f"key {key.prefix} is read-only: it cannot write")
+    how = "Authorization: Bearer"
+    if request.path.startswith("/api/public/otel/"):
+        how += ", or as the password of HTTP Basic auth"
+    if key is None or not may_write(key):
+        return refusal(request, *key_refusal(key, how))
     limit = settings.AGENTOPS_API_MAX_BODY_BYTES
     size = declared_length(request)
     if size <= limit:
@@ -188,31 +181,10 @@ async def _receive(
         records, bad = records_of(body, request.content_type or "")
     except BadBody as refused:
         return refusal(request, refused.status, refused.reason)
-    wait = take(key.pk, len(records))
-    if wait:
-        return refusal(
-            request, 429, f"key {key.prefix} is over its rate of {noun}", retry_after=wait
-        )
-    try:
-        done = await receive(records, key)
-    except OperationalError:
-        logger.warning("OTLP batch not stored: the database is busy", exc_info=True)
-        return refusal(request, 503, "the database is busy; retry", retry_after=1)
-    rejected = done.rejected + bad
-    reason = done.reason or f"{bad} {noun} have trace or span ids of the wrong length or all zero"
-    if not rejected:
-        reason = _not_agent_warning(done.not_agent, noun)
-    return _encoded(request, answer_of(rejected, reason), 200)
-
-
-def _not_agent_warning(count: int, noun: str) -> str:
-    """The answer's warning for `count` records of traces with no agent's span in them."""
-    if not count:
-        return ""
-    return (
-        f"{count} {noun} belong to traces with no GenAI or agent span: kept, shown in no "
-        "session until their trace sends one"
-    )
+    outcome = await accept(records, bad, key, noun)
+    if outcome.status != 200:
+        return refusal(request, outcome.status, outcome.message, outcome.retry_after)
+    return _encoded(request, answer_of(outcome.rejected, outcome.message), 200)
 
 
 @csrf_exempt

@@ -1,0 +1,161 @@
+"""The OTLP/gRPC receiver (``AGENTOPS_OTLP_GRPC_ADDRESS``, e.g. ``127.0.0.1:4317``): the
+OpenTelemetry collector's `TraceService` and `LogsService` ``Export`` calls, served by
+`grpc.aio` on the server process's own event loop, so what it stores reaches the
+session's watchers as an OTLP/HTTP export's does (`export.accept`: the same keys, rate,
+storing and partial success).
+
+The key comes in the ``authorization`` metadata (``Bearer <key>``). Refusals are gRPC
+statuses with a one-line reason, as OTLP/gRPC specifies: UNAUTHENTICATED (no or bad
+key), PERMISSION_DENIED (read-only key), RESOURCE_EXHAUSTED (over the key's rate, with
+the delay as `google.rpc.RetryInfo` in the status details and in
+``google.rpc.retryinfo-bin``, which the Python exporter reads), UNAVAILABLE (the database
+is busy; exporters retry), and, from gRPC itself, RESOURCE_EXHAUSTED for a message over
+AGENTOPS_API_MAX_BODY_BYTES times AGENTOPS_OTLP_INFLATE_FACTOR once decompressed (gzip is
+gRPC's own). Unusable records are a partial success, as over HTTP.
+
+Daphne has no lifespan events: `start_with` starts the server when the reactor runs
+(daphne's is Twisted's asyncio reactor), and at the latest on the first ASGI call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import grpc
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.utils import timezone
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+from sessions_app.api.keys import find_key
+from sessions_app.otlp.decode import SpanRecord, spans_of
+from sessions_app.otlp.export import Outcome, accept, key_refusal, may_write
+from sessions_app.otlp.logs import log_records_of
+
+__all__ = ["serve", "start_with"]
+
+logger = logging.getLogger(__name__)
+
+_STATUSES = {
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    403: grpc.StatusCode.PERMISSION_DENIED,
+    429: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    503: grpc.StatusCode.UNAVAILABLE,
+}
+_BEARER = "Bearer"
+
+
+async def _export(
+    context: grpc.aio.ServicerContext,
+    records_and_bad: Callable[[], tuple[Sequence[SpanRecord], int]],
+    noun: str,
+) -> Outcome:
+    """Check the call's key, then `export.accept` the records; a refusal aborts the call
+    with its gRPC status."""
+    metadata = dict(context.invocation_metadata() or ())
+    scheme, _, token = str(metadata.get("authorization", "")).partition(" ")
+    bearer = scheme.lower() == "bearer" and token.strip()
+    key = await sync_to_async(find_key)(token.strip()) if bearer else None
+    if key is None or not may_write(key):
+        status, reason = key_refusal(key, f"the authorization metadata: {_BEARER} <key>")
+        await context.abort(_STATUSES[status], reason)  # raises
+        raise AssertionError("unreachable")
+    records, bad = records_and_bad()
+    outcome = await accept(records, bad, key, noun)
+    if outcome.status != 200:
+        if outcome.retry_after:
+            context.set_trailing_metadata(_retry_metadata(outcome))
+        await context.abort(_STATUSES[outcome.status], outcome.message)
+    return outcome
+
+
+def _retry_metadata(outcome: Outcome) -> tuple[tuple[str, bytes], ...]:
+    """`outcome`'s retry delay as `RetryInfo`, in the status details and on its own."""
+    delay = duration_pb2.Duration(seconds=int(outcome.retry_after) or 1)
+    info = error_details_pb2.RetryInfo(retry_delay=delay)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    code = code_pb2.RESOURCE_EXHAUSTED if outcome.status == 429 else code_pb2.UNAVAILABLE
+    status = status_pb2.Status(code=code, message=outcome.message, details=[detail])
+    return (
+        ("grpc-status-details-bin", status.SerializeToString()),
+        ("google.rpc.retryinfo-bin", info.SerializeToString()),
+    )
+
+
+class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+    """``opentelemetry.proto.collector.trace.v1.TraceService/Export``."""
+
+    async def Export(  # the generated servicer's name
+        self,
+        request: trace_service_pb2.ExportTraceServiceRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> trace_service_pb2.ExportTraceServiceResponse:
+        outcome = await _export(context, lambda: spans_of(request), "spans")
+        answer = trace_service_pb2.ExportTraceServiceResponse()
+        if outcome.rejected or outcome.message:  # a reason alone: a warning (OTLP)
+            answer.partial_success.rejected_spans = outcome.rejected
+            answer.partial_success.error_message = outcome.message
+        return answer
+
+
+class LogsService(logs_service_pb2_grpc.LogsServiceServicer):
+    """``opentelemetry.proto.collector.logs.v1.LogsService/Export``."""
+
+    async def Export(  # the generated servicer's name
+        self,
+        request: logs_service_pb2.ExportLogsServiceRequest,
+        context: grpc.aio.ServicerContext,
+    ) -> logs_service_pb2.ExportLogsServiceResponse:
+        outcome = await _export(
+            context, lambda: log_records_of(request, timezone.now()), "log records"
+        )
+        answer = logs_service_pb2.ExportLogsServiceResponse()
+        if outcome.rejected or outcome.message:
+            answer.partial_success.rejected_log_records = outcome.rejected
+            answer.partial_success.error_message = outcome.message
+        return answer
+
+
+async def serve(address: str) -> grpc.aio.Server | None:
+    """Start the receiver on `address` (host:port); None, logged, when it cannot bind."""
+    limit = settings.AGENTOPS_API_MAX_BODY_BYTES * settings.AGENTOPS_OTLP_INFLATE_FACTOR
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit)])
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceService(), server)  # type: ignore[no-untyped-call]
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(LogsService(), server)  # type: ignore[no-untyped-call]
+    try:
+        server.add_insecure_port(address)
+    except RuntimeError as refused:
+        logger.error("OTLP/gRPC receiver not started on %s: %s", address, refused)
+        return None
+    await server.start()
+    logger.info("OTLP/gRPC receiver on %s", address)
+    return server
+
+
+def start_with(application: Any) -> Any:
+    """`application` wrapped to start `serve` on AGENTOPS_OTLP_GRPC_ADDRESS once: when
+    the reactor runs, or on the first ASGI call if that comes first."""
+    state: dict[str, asyncio.Task[grpc.aio.Server | None]] = {}
+
+    def start() -> None:
+        if "task" not in state:
+            address = settings.AGENTOPS_OTLP_GRPC_ADDRESS
+            state["task"] = asyncio.ensure_future(serve(address))
+
+    reactor = sys.modules.get("twisted.internet.reactor")
+    if reactor is not None and hasattr(reactor, "callWhenRunning"):
+        reactor.callWhenRunning(start)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        start()
+        await application(scope, receive, send)
+
+    return app
