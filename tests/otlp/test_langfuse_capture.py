@@ -42,7 +42,14 @@ from sessions_app.otlp.langfuse import langfuse_attributes
 from sessions_app.otlp.models import OtlpSpan
 from tests.otlp.captured import FIXTURES, fixture_spans, session_turns
 from tests.otlp.conftest import OtlpPoster
-from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, tokens_of, turn_rows
+from tests.otlp.weather_runs import (
+    MODEL,
+    SYSTEM,
+    assert_two_weather_runs,
+    outcome,
+    tokens_of,
+    turn_rows,
+)
 from tests.test_redaction_shapes import database_text
 
 APP = "langfuse-weather"
@@ -84,10 +91,6 @@ def _land(poster: OtlpPoster, fixture: str) -> None:
     assert response.content == b""  # an empty ExportTraceServiceResponse: every span kept
 
 
-def _outcome(turn: models.Turn) -> tuple[str, str, str, str, str]:
-    return (turn.status, turn.reason, turn.failure_code, turn.failure_stage, turn.failure_message)
-
-
 @pytest.mark.parametrize("fixture", RUNS)
 def test_langfuse_runs_land_as_the_two_weather_turns(poster: OtlpPoster, fixture: str) -> None:
     _land(poster, fixture)
@@ -115,7 +118,7 @@ def test_langfuse_failing_tool_fails_the_turn_at_the_tool(poster: OtlpPoster, fi
     session_id = f"{prefix}-fail"
     (turn,) = session_turns(session_id)
     assert turn.id == _turn_ids(fixture, session_id)[0]
-    assert _outcome(turn) == ("failed", "agent_error", code, "tool", "")
+    assert outcome(turn) == ("failed", "agent_error", code, "tool", "")
     assert turn_rows(turn) == [
         ("system", SYSTEM, [], ""),
         ("user", "Weather in Atlantis?", [], ""),
@@ -149,7 +152,7 @@ def test_langfuse_failing_model_fails_the_turn_at_the_provider(
     assert turn.id == _turn_ids(fixture, session_id)[0]
     # The generation failed (level ERROR, the server's message as its status message):
     # stage provider, the client's exception class where the span names it.
-    assert _outcome(turn) == ("failed", "agent_error", code, "provider", "")
+    assert outcome(turn) == ("failed", "agent_error", code, "provider", "")
     assert turn_rows(turn) == [("system", SYSTEM, [], ""), ("user", "Is the model down?", [], "")]
     assert models.Event.objects.filter(session_id=session_id, usage__isnull=False).count() == 0
     assert MODEL_SECRET not in database_text()
@@ -224,11 +227,11 @@ def test_langfuse_without_content_lands_calls_results_usage_and_failure(
     assert {(e.usage or {})["details"]["model"] for e in used} == {MODEL}
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
     (failed,) = session_turns("lfnc-fail")
-    assert _outcome(failed) == ("failed", "agent_error", "agent_error", "tool", "")
+    assert outcome(failed) == ("failed", "agent_error", "agent_error", "tool", "")
     error = models.Event.objects.get(turn_id=failed.id, role="tool").tool_response or {}
     assert (error["name"], error["error"]) == ("get_weather", "error")
     (down,) = session_turns("lfnc-down")
-    assert _outcome(down) == ("failed", "agent_error", "agent_error", "provider", "")
+    assert outcome(down) == ("failed", "agent_error", "agent_error", "provider", "")
     text = database_text()
     assert (SECRET in text, MODEL_SECRET in text) == (False, False)
 

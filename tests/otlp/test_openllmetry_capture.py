@@ -32,7 +32,15 @@ from sessions_app import models
 from sessions_app.otlp.models import OtlpSpan
 from tests.otlp.captured import fixture_spans, land_fixture, session_turns
 from tests.otlp.conftest import OtlpPoster
-from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, tokens_of, turn_rows
+from tests.otlp.weather_runs import (
+    MODEL,
+    SYSTEM,
+    assert_two_weather_runs,
+    outcome,
+    session_usages,
+    tool_result,
+    turn_rows,
+)
 from tests.test_redaction_shapes import database_text
 
 APP = "ollm-weather"
@@ -62,19 +70,6 @@ def _turn_ids(fixture: str, session_id: str) -> list[str]:
     return [f"{session_id}/{s['traceId']}" for s in roots if s["traceId"] in traces]
 
 
-def _outcome(turn: models.Turn) -> tuple[str, str, str, str, str]:
-    return (turn.status, turn.reason, turn.failure_code, turn.failure_stage, turn.failure_message)
-
-
-def _usages(session_id: str) -> list[tuple[int, int] | None]:
-    events = models.Event.objects.filter(session_id=session_id, usage__isnull=False)
-    return [tokens_of(e) for e in events.order_by("id")]
-
-
-def _result(turn: models.Turn) -> dict[str, Any] | None:
-    return models.Event.objects.get(turn_id=turn.id, role="tool").tool_response
-
-
 @pytest.mark.parametrize("fixture", WITH_CONTENT)
 def test_openllmetry_runs_land_as_the_two_weather_turns(poster: OtlpPoster, fixture: str) -> None:
     land_fixture(poster, fixture)
@@ -101,7 +96,7 @@ def test_openllmetry_failing_tool_fails_the_turn_at_the_tool(
     session_id = f"{WITH_CONTENT[fixture]}-fail"
     (turn,) = session_turns(session_id)
     assert turn.id == _turn_ids(fixture, session_id)[0]
-    assert _outcome(turn) == ("failed", "agent_error", "connection_error", "tool", "")
+    assert outcome(turn) == ("failed", "agent_error", "connection_error", "tool", "")
     assert turn_rows(turn) == [
         ("system", SYSTEM, [], ""),
         ("user", "Weather in Atlantis?", [], ""),
@@ -109,8 +104,8 @@ def test_openllmetry_failing_tool_fails_the_turn_at_the_tool(
         ("tool", "", [], "call_atlantis"),
     ]
     assert models.Event.objects.get(turn_id=turn.id, role="assistant").tool_calls == [CALL]
-    assert _result(turn) == ERROR  # the exception's class, never its message
-    assert _usages(session_id) == [(9, 4)]
+    assert tool_result(turn) == ERROR  # the exception's class, never its message
+    assert session_usages(session_id) == [(9, 4)]
     assert models.Session.objects.get(pk=session_id).protocol_issue_count == 0
     assert SECRET not in database_text()
 
@@ -125,7 +120,7 @@ def test_openllmetry_caught_tool_error_is_answered_by_its_class(
     # ToolNode gave the model the exception's message as the tool's result and the run
     # went on: the turn completes, the call answered by the error's class; the message
     # (in the next model call's input, the tools node's output) is kept nowhere.
-    assert _outcome(turn) == ("completed", "", "", "", "")
+    assert outcome(turn) == ("completed", "", "", "", "")
     assert turn_rows(turn) == [
         ("system", SYSTEM, [], ""),
         ("user", "Weather in Atlantis?", [], ""),
@@ -133,8 +128,8 @@ def test_openllmetry_caught_tool_error_is_answered_by_its_class(
         ("tool", "", [], "call_atlantis"),
         ("assistant", "The weather service failed.", [], ""),
     ]
-    assert _result(turn) == ERROR
-    assert _usages(session_id) == [(9, 4), (20, 5)]
+    assert tool_result(turn) == ERROR
+    assert session_usages(session_id) == [(9, 4), (20, 5)]
     assert SECRET not in database_text()
 
 
@@ -160,21 +155,21 @@ def test_openllmetry_without_content_lands_calls_results_usage_and_failures(
         ("tool", "", [], call_id),
         ("assistant", "", [], ""),
     ]
-    assert _result(turns[0]) == {
+    assert tool_result(turns[0]) == {
         "tool_call_id": call_id,
         "name": "get_weather",
         "result": {"content_captured": False},
     }
     assert turn_rows(turns[1]) == [("assistant", "", [], "")]
-    assert _usages(session.id) == [(12, 5), (30, 7), (41, 6)]
+    assert session_usages(session.id) == [(12, 5), (30, 7), (41, 6)]
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
 
     (failing,) = session_turns("ollmnc-fail")
-    assert _outcome(failing) == ("failed", "agent_error", "connection_error", "tool", "")
-    assert (_result(failing) or {}).get("error") == "ConnectionError"
+    assert outcome(failing) == ("failed", "agent_error", "connection_error", "tool", "")
+    assert (tool_result(failing) or {}).get("error") == "ConnectionError"
     (caught,) = session_turns("ollmnc-caught")
-    assert _outcome(caught) == ("completed", "", "", "", "")
-    assert (_result(caught) or {}).get("error") == "ConnectionError"
+    assert outcome(caught) == ("completed", "", "", "", "")
+    assert (tool_result(caught) or {}).get("error") == "ConnectionError"
     assert SECRET not in database_text()
 
 
@@ -224,20 +219,20 @@ def test_openllmetry_047_runs_land_with_the_tool_spans_calls(poster: OtlpPoster)
     assert call.tool_calls == [
         {"id": "call_paris", "name": "get_weather", "arguments": {"city": "Paris"}}
     ]
-    assert _result(first) == {
+    assert tool_result(first) == {
         "tool_call_id": "call_paris",
         "name": "get_weather",
         "result": "sunny in Paris",
     }
-    assert _usages(session.id) == [(12, 5), (30, 7), (41, 6)]
+    assert session_usages(session.id) == [(12, 5), (30, 7), (41, 6)]
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
 
     (failing,) = session_turns("ollm47-fail")
-    assert _outcome(failing) == ("failed", "agent_error", "connection_error", "tool", "")
-    assert _result(failing) == ERROR
+    assert outcome(failing) == ("failed", "agent_error", "connection_error", "tool", "")
+    assert tool_result(failing) == ERROR
     (caught,) = session_turns("ollm47-caught")
-    assert _outcome(caught) == ("completed", "", "", "", "")
-    assert _result(caught) == ERROR  # not the error text its next model call was given
+    assert outcome(caught) == ("completed", "", "", "", "")
+    assert tool_result(caught) == ERROR  # not the error text its next model call was given
     assert turn_rows(caught)[-1] == ("assistant", "The weather service failed.", [], "")
     assert SECRET not in database_text()
 
@@ -256,6 +251,6 @@ def test_openllmetry_047_without_content_lands_calls_and_usage(poster: OtlpPoste
         ("assistant", "", [], ""),
     ]
     assert turn_rows(second) == [("assistant", "", [], "")]
-    assert _usages(session.id) == [(12, 5), (30, 7), (41, 6)]
+    assert session_usages(session.id) == [(12, 5), (30, 7), (41, 6)]
     (failing,) = session_turns("ollm47nc-fail")
-    assert _outcome(failing) == ("failed", "agent_error", "connection_error", "tool", "")
+    assert outcome(failing) == ("failed", "agent_error", "connection_error", "tool", "")

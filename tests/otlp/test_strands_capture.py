@@ -32,7 +32,15 @@ import pytest
 from sessions_app import models
 from tests.otlp.captured import FIXTURES, fixture_spans, land_fixture, session_turns
 from tests.otlp.conftest import OtlpPoster
-from tests.otlp.weather_runs import MODEL, SYSTEM, assert_two_weather_runs, tokens_of, turn_rows
+from tests.otlp.weather_runs import (
+    MODEL,
+    SYSTEM,
+    assert_two_weather_runs,
+    outcome,
+    session_usages,
+    tool_result,
+    turn_rows,
+)
 from tests.test_redaction_shapes import database_text
 
 APP = "strands-weather"
@@ -57,19 +65,6 @@ def _turn_ids(fixture: str, session_id: str) -> list[str]:
         for span in fixture_spans(fixture)
         if not span.get("parentSpanId") and span["attrs"].get("session.id") == session_id
     ]
-
-
-def _outcome(turn: models.Turn) -> tuple[str, str, str, str, str]:
-    return (turn.status, turn.reason, turn.failure_code, turn.failure_stage, turn.failure_message)
-
-
-def _usages(session_id: str) -> list[tuple[int, int] | None]:
-    events = models.Event.objects.filter(session_id=session_id, usage__isnull=False)
-    return [tokens_of(e) for e in events.order_by("id")]
-
-
-def _error_result(turn: models.Turn) -> dict[str, Any] | None:
-    return models.Event.objects.get(turn_id=turn.id, role="tool").tool_response
 
 
 # --- with content: the default events, the latest conventions' events or attributes --------
@@ -102,7 +97,7 @@ def test_strands_failing_tool_is_answered_by_its_error_and_the_run_goes_on(
     assert turn.id == _turn_ids(fixture, session_id)[0]
     # Strands catches the tool's exception and gives the model an error result: the run,
     # and its turn, complete with the model's answer.
-    assert _outcome(turn) == ("completed", "", "", "", "")
+    assert outcome(turn) == ("completed", "", "", "", "")
     assert turn_rows(turn) == [
         ("system", SYSTEM, [], ""),
         ("user", "Weather in Atlantis?", [], ""),
@@ -114,12 +109,12 @@ def test_strands_failing_tool_is_answered_by_its_error_and_the_run_goes_on(
     assert call.tool_calls == [
         {"id": "call_atlantis", "name": "get_weather", "arguments": {"city": "Atlantis"}}
     ]
-    assert _error_result(turn) == {  # the exception's class, never its message
+    assert tool_result(turn) == {  # the exception's class, never its message
         "tool_call_id": "call_atlantis",
         "name": "get_weather",
         "error": "ConnectionError",
     }
-    assert _usages(session_id) == [(12, 5), (30, 7)]
+    assert session_usages(session_id) == [(12, 5), (30, 7)]
     assert models.Session.objects.get(pk=session_id).protocol_issue_count == 0
     assert SECRET not in database_text()
 
@@ -132,9 +127,9 @@ def test_strands_failing_model_fails_the_turn_at_the_provider(
     session_id = f"{WITH_CONTENT[fixture]}-down"
     (turn,) = session_turns(session_id)
     assert turn.id == _turn_ids(fixture, session_id)[0]
-    assert _outcome(turn) == ("failed", "agent_error", "timeout_error", "provider", "")
+    assert outcome(turn) == ("failed", "agent_error", "timeout_error", "provider", "")
     assert turn_rows(turn) == [("system", SYSTEM, [], ""), ("user", "Is the model down?", [], "")]
-    assert _usages(session_id) == []
+    assert session_usages(session_id) == []
     assert MODEL_SECRET not in database_text()
 
 
@@ -172,24 +167,24 @@ def test_strands_without_content_lands_calls_results_usage_and_failures(
         ("tool", "", [], "call_paris"),
         ("assistant", "", [], ""),
     ]
-    assert _error_result(turns[0]) == {
+    assert tool_result(turns[0]) == {
         "tool_call_id": "call_paris",
         "name": "get_weather",
         "result": {"content_captured": False},
     }
     assert turn_rows(turns[1]) == [("assistant", "", [], "")]
-    assert _usages(session.id) == [(12, 5), (30, 7), (41, 6)]
+    assert session_usages(session.id) == [(12, 5), (30, 7), (41, 6)]
     assert (session.protocol_issue_count, session.orphan_result_count) == (0, 0)
 
     (failing,) = session_turns(f"{prefix}-fail")
-    assert _outcome(failing) == ("completed", "", "", "", "")
-    assert _error_result(failing) == {
+    assert outcome(failing) == ("completed", "", "", "", "")
+    assert tool_result(failing) == {
         "tool_call_id": "call_atlantis",
         "name": "get_weather",
         "error": "ConnectionError",
     }
     (down,) = session_turns(f"{prefix}-down")
-    assert _outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
+    assert outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
     text = database_text()
     assert (SECRET in text, MODEL_SECRET in text, "[REDACTED]" in text) == (False, False, False)
 
@@ -220,8 +215,8 @@ def test_strands_spans_sent_one_by_one_root_last_land_the_same(
     session = models.Session.objects.get(pk=f"{prefix}-s1")
     assert (session.tokens_input, session.tokens_output) == (12 + 30 + 41, 5 + 7 + 6)
     (failing,) = session_turns(f"{prefix}-fail")
-    assert _outcome(failing) == ("completed", "", "", "", "")
-    assert (_error_result(failing) or {}).get("error") == "ConnectionError"
+    assert outcome(failing) == ("completed", "", "", "", "")
+    assert (tool_result(failing) or {}).get("error") == "ConnectionError"
     (down,) = session_turns(f"{prefix}-down")
-    assert _outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
+    assert outcome(down) == ("failed", "agent_error", "timeout_error", "provider", "")
     assert SECRET not in database_text()

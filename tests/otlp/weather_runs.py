@@ -4,6 +4,8 @@ asks for the weather in Paris through the tool, the second in Rome without it.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sessions_app import models
 from tests.otlp.rows import EventRow, event_rows
 
@@ -20,6 +22,22 @@ def tokens_of(event: models.Event) -> tuple[int, int] | None:
     """An event's (prompt, completion) tokens, None without usage."""
     usage = event.usage
     return (usage["prompt_tokens"], usage["completion_tokens"]) if usage else None
+
+
+def outcome(turn: models.Turn) -> tuple[str, str, str, str, str]:
+    """A turn's status, reason, failure code, stage and message."""
+    return (turn.status, turn.reason, turn.failure_code, turn.failure_stage, turn.failure_message)
+
+
+def session_usages(session_id: str) -> list[tuple[int, int] | None]:
+    """The (prompt, completion) tokens of a session's events with usage, in order."""
+    events = models.Event.objects.filter(session_id=session_id, usage__isnull=False)
+    return [tokens_of(e) for e in events.order_by("id")]
+
+
+def tool_result(turn: models.Turn) -> dict[str, Any] | None:
+    """The tool response of the turn's one tool event."""
+    return models.Event.objects.get(turn_id=turn.id, role="tool").tool_response
 
 
 def assert_two_weather_runs(session_id: str, app: str) -> None:
