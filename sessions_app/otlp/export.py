@@ -7,15 +7,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from django.db import OperationalError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceResponse,
+)
 
 from sessions_app.api.models import ApiKey
 from sessions_app.otlp.decode import SpanRecord
 from sessions_app.otlp.limits import take
 from sessions_app.otlp.writer import receive
 
-__all__ = ["Outcome", "accept", "key_refusal", "may_write"]
+__all__ = ["Outcome", "accept", "key_refusal", "logs_answer", "may_write", "traces_answer"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +37,7 @@ class Outcome:
     retry_after: float = 0
 
 
-def may_write(key: ApiKey | None) -> bool:
+def may_write(key: ApiKey | None) -> TypeGuard[ApiKey]:
     """Whether `key` (None: no key or an unknown one) may send exports."""
     return key is not None and not key.read_only
 
@@ -72,3 +77,21 @@ def _not_agent_warning(count: int, noun: str) -> str:
         f"{count} {noun} belong to traces with no GenAI or agent span: kept, shown in no "
         "session until their trace sends one"
     )
+
+
+def traces_answer(rejected: int, reason: str) -> ExportTraceServiceResponse:
+    """The trace export's answer: `rejected` spans refused for `reason`."""
+    answer = ExportTraceServiceResponse()
+    if rejected or reason:  # a reason alone: a warning, all were accepted (OTLP)
+        answer.partial_success.rejected_spans = rejected
+        answer.partial_success.error_message = reason
+    return answer
+
+
+def logs_answer(rejected: int, reason: str) -> ExportLogsServiceResponse:
+    """The log export's answer: `rejected` log records refused for `reason`."""
+    answer = ExportLogsServiceResponse()
+    if rejected or reason:  # a reason alone: a warning, all were accepted (OTLP)
+        answer.partial_success.rejected_log_records = rejected
+        answer.partial_success.error_message = reason
+    return answer

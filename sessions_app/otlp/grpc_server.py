@@ -30,13 +30,20 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 from google.protobuf import any_pb2, duration_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from sessions_app.api.keys import find_key
 from sessions_app.otlp.decode import SpanRecord, spans_of
-from sessions_app.otlp.export import Outcome, accept, key_refusal, may_write
+from sessions_app.otlp.export import (
+    Outcome,
+    accept,
+    key_refusal,
+    logs_answer,
+    may_write,
+    traces_answer,
+)
 from sessions_app.otlp.logs import log_records_of
 
 __all__ = ["serve", "start_with"]
@@ -63,7 +70,7 @@ async def _export(
     scheme, _, token = str(metadata.get("authorization", "")).partition(" ")
     bearer = scheme.lower() == "bearer" and token.strip()
     key = await sync_to_async(find_key)(token.strip()) if bearer else None
-    if key is None or not may_write(key):
+    if not may_write(key):
         status, reason = key_refusal(key, f"the authorization metadata: {_BEARER} <key>")
         await context.abort(_STATUSES[status], reason)  # raises
         raise AssertionError("unreachable")
@@ -82,7 +89,7 @@ def _retry_metadata(outcome: Outcome) -> tuple[tuple[str, bytes], ...]:
     info = error_details_pb2.RetryInfo(retry_delay=delay)
     detail = any_pb2.Any()
     detail.Pack(info)
-    code = code_pb2.RESOURCE_EXHAUSTED if outcome.status == 429 else code_pb2.UNAVAILABLE
+    code = _STATUSES[outcome.status].value[0]  # the status's number, as google.rpc.Code
     status = status_pb2.Status(code=code, message=outcome.message, details=[detail])
     return (
         ("grpc-status-details-bin", status.SerializeToString()),
@@ -99,11 +106,7 @@ class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         context: grpc.aio.ServicerContext,
     ) -> trace_service_pb2.ExportTraceServiceResponse:
         outcome = await _export(context, lambda: spans_of(request), "spans")
-        answer = trace_service_pb2.ExportTraceServiceResponse()
-        if outcome.rejected or outcome.message:  # a reason alone: a warning (OTLP)
-            answer.partial_success.rejected_spans = outcome.rejected
-            answer.partial_success.error_message = outcome.message
-        return answer
+        return traces_answer(outcome.rejected, outcome.message)
 
 
 class LogsService(logs_service_pb2_grpc.LogsServiceServicer):
@@ -117,11 +120,7 @@ class LogsService(logs_service_pb2_grpc.LogsServiceServicer):
         outcome = await _export(
             context, lambda: log_records_of(request, timezone.now()), "log records"
         )
-        answer = logs_service_pb2.ExportLogsServiceResponse()
-        if outcome.rejected or outcome.message:
-            answer.partial_success.rejected_log_records = outcome.rejected
-            answer.partial_success.error_message = outcome.message
-        return answer
+        return logs_answer(outcome.rejected, outcome.message)
 
 
 async def serve(address: str) -> grpc.aio.Server | None:

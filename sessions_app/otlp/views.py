@@ -28,10 +28,6 @@ from django.views.decorators.http import require_POST
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceResponse,
-)
 
 from sessions_app.api.keys import find_key
 from sessions_app.api.middleware import declared_length
@@ -46,7 +42,7 @@ from sessions_app.otlp.decode import (
     decompress,
     spans_of,
 )
-from sessions_app.otlp.export import accept, key_refusal, may_write
+from sessions_app.otlp.export import accept, key_refusal, logs_answer, may_write, traces_answer
 from sessions_app.otlp.logs import decode_logs, log_records_of
 
 __all__ = ["receive_logs", "receive_traces", "refuse_metrics"]
@@ -111,31 +107,15 @@ def _traces(body: bytes, content_type: str) -> tuple[list[SpanRecord], int]:
     return spans_of(decode_request(body, content_type))
 
 
-def _traces_answer(rejected: int, reason: str) -> Message:
-    answer = ExportTraceServiceResponse()
-    if rejected or reason:  # a reason alone: a warning, all were accepted (OTLP)
-        answer.partial_success.rejected_spans = rejected
-        answer.partial_success.error_message = reason
-    return answer
-
-
 def _logs(body: bytes, content_type: str) -> tuple[list[SpanRecord], int]:
     return log_records_of(decode_logs(body, content_type), timezone.now())
-
-
-def _logs_answer(rejected: int, reason: str) -> Message:
-    answer = ExportLogsServiceResponse()
-    if rejected or reason:  # a reason alone: a warning, all were accepted (OTLP)
-        answer.partial_success.rejected_log_records = rejected
-        answer.partial_success.error_message = reason
-    return answer
 
 
 @csrf_exempt
 @require_POST
 async def receive_traces(request: HttpRequest) -> HttpResponse:
     """Receive one OTLP/HTTP export of spans (see the module docstring)."""
-    return await _receive(request, _traces, _traces_answer, "spans")
+    return await _receive(request, _traces, traces_answer, "spans")
 
 
 @csrf_exempt
@@ -143,7 +123,7 @@ async def receive_traces(request: HttpRequest) -> HttpResponse:
 async def receive_logs(request: HttpRequest) -> HttpResponse:
     """Receive one OTLP/HTTP export of log records (`otlp.logs`; see the module
     docstring): the same keys, limits and answers as spans."""
-    return await _receive(request, _logs, _logs_answer, "log records")
+    return await _receive(request, _logs, logs_answer, "log records")
 
 
 async def _receive(
@@ -159,7 +139,7 @@ async def _receive(
     how = "Authorization: Bearer"
     if request.path.startswith("/api/public/otel/"):
         how += ", or as the password of HTTP Basic auth"
-    if key is None or not may_write(key):
+    if not may_write(key):
         return refusal(request, *key_refusal(key, how))
     limit = settings.AGENTOPS_API_MAX_BODY_BYTES
     size = declared_length(request)
