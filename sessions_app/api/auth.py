@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest
 from ninja.security.http import HttpBearer
 
-from sessions_app.api.keys import find_key
+from sessions_app.api.keys import bearer_token, find_key
 from sessions_app.api.models import ApiKey
 from sessions_app.api.problems import ApiProblem
 from sessions_app.models import Session
@@ -27,11 +27,8 @@ class ApiKeyBearer(HttpBearer):
     """django-ninja auth: the active `ApiKey` named by the bearer token, else None (401)."""
 
     async def __call__(self, request: HttpRequest) -> ApiKey | None:
-        value = request.headers.get(self.header, "")
-        scheme, _, token = value.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return None
-        return await self.authenticate(request, token.strip())
+        token = bearer_token(request.headers.get(self.header, ""))
+        return await self.authenticate(request, token) if token else None
 
     async def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
         """The key row for `token`, or None."""

@@ -23,7 +23,15 @@ from django.utils import timezone
 from agentops.db_busy import is_database_busy
 from sessions_app.api.models import ApiKey
 
-__all__ = ["KEY_PREFIX", "NewKey", "create_key", "find_key", "hash_secret", "revoke_key"]
+__all__ = [
+    "KEY_PREFIX",
+    "NewKey",
+    "bearer_token",
+    "create_key",
+    "find_key",
+    "hash_secret",
+    "revoke_key",
+]
 
 KEY_PREFIX = "ao_"
 _PREFIX_LENGTH = 8
@@ -74,6 +82,13 @@ def create_key(
             created_by=created_by,
         )
     return NewKey(row=row, key=f"{KEY_PREFIX}{prefix}_{secret}")
+
+
+def bearer_token(authorization: str) -> str:
+    """The token of an ``Authorization: Bearer <token>`` value (any case of the scheme),
+    else ""."""
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 def find_key(token: str) -> ApiKey | None:

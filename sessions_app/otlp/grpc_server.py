@@ -34,7 +34,7 @@ from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from sessions_app.api.keys import find_key
+from sessions_app.api.keys import bearer_token, find_key
 from sessions_app.otlp.decode import SpanRecord, spans_of
 from sessions_app.otlp.export import (
     Outcome,
@@ -56,7 +56,6 @@ _STATUSES = {
     429: grpc.StatusCode.RESOURCE_EXHAUSTED,
     503: grpc.StatusCode.UNAVAILABLE,
 }
-_BEARER = "Bearer"
 
 
 async def _export(
@@ -67,11 +66,10 @@ async def _export(
     """Check the call's key, then `export.accept` the records; a refusal aborts the call
     with its gRPC status."""
     metadata = dict(context.invocation_metadata() or ())
-    scheme, _, token = str(metadata.get("authorization", "")).partition(" ")
-    bearer = scheme.lower() == "bearer" and token.strip()
-    key = await sync_to_async(find_key)(token.strip()) if bearer else None
+    token = bearer_token(str(metadata.get("authorization", "")))
+    key = await sync_to_async(find_key)(token) if token else None
     if not may_write(key):
-        status, reason = key_refusal(key, f"the authorization metadata: {_BEARER} <key>")
+        status, reason = key_refusal(key, "the authorization metadata: Bearer <key>")
         await context.abort(_STATUSES[status], reason)  # raises
         raise AssertionError("unreachable")
     records, bad = records_and_bad()

@@ -29,7 +29,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 
-from sessions_app.api.keys import find_key
+from sessions_app.api.keys import bearer_token, find_key
 from sessions_app.api.middleware import declared_length
 from sessions_app.api.models import ApiKey
 from sessions_app.api.problems import problem_response
@@ -91,9 +91,10 @@ def refusal(
 
 
 def _token(request: HttpRequest) -> str:
-    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() == "bearer":
-        return value.strip()
+    authorization = request.headers.get("Authorization", "")
+    if token := bearer_token(authorization):
+        return token
+    scheme, _, value = authorization.partition(" ")
     if scheme.lower() == "basic" and request.path.startswith("/api/public/otel/"):
         try:
             decoded = base64.b64decode(value.strip(), validate=True).decode()
