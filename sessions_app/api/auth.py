@@ -52,7 +52,7 @@ def require_write(request: HttpRequest) -> ApiKey:
     """The caller's key; 403 when it is read-only."""
     key = key_of(request)
     if key.read_only:
-        raise ApiProblem(403, "read-only-key", f"key {key.prefix} is read-only: it cannot write")
+        raise ApiProblem(403, "read-only-key", key.read_only_refusal)
     return key
 
 

@@ -55,6 +55,11 @@ class ApiKey(models.Model):
         """How records people see name this key: "api key NAME"."""
         return f"api key {self.name}"
 
+    @property
+    def read_only_refusal(self) -> str:
+        """Why this read-only key's write is refused (the API's and the receivers' 403)."""
+        return f"key {self.prefix} is read-only: it cannot write"
+
     def allows_app(self, app_name: str) -> bool:
         """True when this key may see sessions of `app_name` (empty list: every app)."""
         return not self.app_names or app_name in self.app_names

@@ -47,7 +47,7 @@ def key_refusal(key: ApiKey | None, how: str) -> tuple[int, str]:
     on this transport)."""
     if key is None:
         return 401, f"send a valid, unrevoked API key as {how}"
-    return 403, f"key {key.prefix} is read-only: it cannot write"
+    return 403, key.read_only_refusal
 
 
 async def accept(records: Sequence[SpanRecord], bad: int, key: ApiKey, noun: str) -> Outcome:
