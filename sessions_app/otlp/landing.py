@@ -29,6 +29,7 @@ from sessions_app.otlp.log_mapping import place, turn_drafts, turn_outcome
 from sessions_app.otlp.mapping import Draft, Outcome, Place
 from sessions_app.otlp.models import OtlpSpan
 from sessions_app.otlp.resume_batch import refresh_resume_statuses
+from sessions_app.otlp.session_rows import STATE_KEY, land_sessions
 from sessions_app.otlp.watched import (
     event_payloads,
     new_values,
@@ -39,8 +40,6 @@ from sessions_app.store.resume import refresh_resume_status
 
 __all__ = ["NOTE_PREFIX", "OWNER_HOST", "STATE_KEY", "Plan", "keep_unlanded", "land", "refusal"]
 
-#: Session state key of sessions made by the receiver: {"content_captured": bool}.
-STATE_KEY = "otlp"
 #: `Turn.status_note` of every turn the receiver made starts with it.
 NOTE_PREFIX = "via OTLP"
 #: `Turn.owner_host` of a running OTLP turn: its owner is the exporter, leased until
@@ -172,7 +171,7 @@ def land(
         ),
     )
     created = {plan.session_id for plan in plans if plan.session_id not in sessions}
-    _land_sessions(plans, sessions, now)
+    land_sessions(plans, sessions, now)
     known = set(turns)
     written: dict[str, tuple[str, list[dict[str, Any]]]] = {}
     _without_repeated_system(plans, sessions)
@@ -225,58 +224,6 @@ def _without_repeated_system(plans: Sequence[Plan], sessions: dict[str, models.S
         if system and before and max(before)[1] == system[0].text:
             plan.drafts = [draft for draft in plan.drafts if draft is not system[0]]
         earlier[plan.session_id] += [(draft.at, draft.text) for draft in system]
-
-
-_NEW_SESSION_COLUMNS = ("id", "app_name", "user_id", "title", "state", "source_format", "model",
-                        "created_at", "updated_at")  # fmt: skip
-
-
-def _land_sessions(
-    plans: Sequence[Plan], sessions: dict[str, models.Session], now: datetime
-) -> None:
-    new: dict[str, models.Session] = {}
-    for plan in sorted(plans, key=lambda plan: plan.spans[0].start_at):
-        captured = plan.where.content_captured
-        row = sessions.get(plan.session_id) or new.get(plan.session_id)
-        if row is None:
-            new[plan.session_id] = models.Session(
-                id=plan.session_id,
-                app_name=plan.where.app_name[:255],
-                user_id=plan.where.user_id[:255],
-                title=_first_prompt(plan),
-                state={STATE_KEY: {"content_captured": captured}},
-                source_format=models.Session.SourceFormat.OTLP,
-                model=plan.where.model,
-                created_at=now,
-                updated_at=now,
-            )
-        elif plan.session_id in new:
-            row.title = row.title or _first_prompt(plan)
-        else:  # rare changes: a query each
-            if not row.title and (title := _first_prompt(plan)):
-                row.title = title
-                models.Session.objects.filter(pk=row.pk).update(title=title)
-            mark = row.state.get(STATE_KEY) if isinstance(row.state, dict) else None
-            if captured and isinstance(mark, dict) and mark.get("content_captured") is False:
-                row.state = {**row.state, STATE_KEY: {"content_captured": True}}
-                models.Session.objects.filter(pk=row.pk).update(state=row.state)
-            if plan.where.model and row.model != plan.where.model:
-                row.model = plan.where.model
-                models.Session.objects.filter(pk=row.pk).update(model=row.model)
-    # As bulk_create, without the ORM's per-value cost (`insert_rows`: same stored values).
-    insert_rows(
-        models.Session,
-        _NEW_SESSION_COLUMNS,
-        ([getattr(row, name) for name in _NEW_SESSION_COLUMNS] for row in new.values()),
-    )
-    sessions.update(new)
-
-
-def _first_prompt(plan: Plan) -> str:
-    """The session's title from a trace: its first user message's text (already
-    redacted with the attributes it came from), or "" (content not captured)."""
-    text = next((draft.text for draft in plan.drafts if draft.role == "user" and draft.text), "")
-    return " ".join(text.split())[:500]
 
 
 #: The columns of a new span row: a `SpanRecord`'s, then where it was received and landed.

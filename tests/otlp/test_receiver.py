@@ -268,6 +268,19 @@ def test_events_are_dated_by_their_spans(poster: OtlpPoster) -> None:
     assert nanos["tool"] == (tool.end_time or 0) // 1000  # the result: when the tool ended
 
 
+def test_a_session_is_created_when_its_first_span_started(poster: OtlpPoster) -> None:
+    spans = [s for s in conversation_spans() if s.context and s.start_time]
+    first, second = dict.fromkeys(s.context.trace_id for s in spans if s.parent is None)
+    later = [s for s in spans if s.context.trace_id == second]
+    # The later turn arrives first: the session's start moves back with the earlier one.
+    assert poster.post(protobuf_body(later)).status_code == 200
+    began = min(s.start_time or 0 for s in later) // 1000
+    assert round(models.Session.objects.get(pk="conv-1").created_at.timestamp() * 1e6) == began
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    began = min(s.start_time or 0 for s in spans if s.context.trace_id == first) // 1000
+    assert round(models.Session.objects.get(pk="conv-1").created_at.timestamp() * 1e6) == began
+
+
 @pytest.mark.parametrize("wbits", [15, -15], ids=["zlib", "raw"])
 def test_deflate_bodies_land_the_same(poster: OtlpPoster, wbits: int) -> None:
     import zlib
