@@ -1,5 +1,5 @@
 """`otlp.langsmith` on shapes the captured runs do not hold (the runs themselves:
-`test_langsmith_capture`)."""
+`test_langsmith_capture`), and a handled tool error sent through the receiver."""
 
 from __future__ import annotations
 
@@ -7,10 +7,17 @@ import json
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode
 
+from sessions_app import models
 from sessions_app.otlp.langsmith import exception_type, langsmith_attributes
 from sessions_app.otlp.messages import input_messages, output_messages, system_text
 from sessions_app.otlp.strands import ERROR_RESULT
+from tests.otlp.agent_spans import protobuf_body, provider
+from tests.otlp.conftest import OtlpPoster
+from tests.otlp.rows import event_rows
+from tests.test_redaction_shapes import database_text
 
 LLM = {"langsmith.span.kind": "llm", "gen_ai.operation.name": "chat"}
 
@@ -150,3 +157,69 @@ def test_the_exception_class_is_read_from_the_repr_alone(
 ) -> None:
     assert exception_type({"langsmith.span.kind": "tool"}, kind, message) == expected
     assert exception_type({}, kind, message) == kind  # another producer's: as sent
+
+
+def test_a_handled_tool_error_is_stored_as_its_class_alone(poster: OtlpPoster) -> None:
+    """LangGraph's ``ToolNode(handle_tool_errors=True)``: the tool's run fails (LangSmith
+    records ``Exception(repr + traceback)``), the graph goes on: the node's state and the
+    next model call's ``ToolMessage`` (status ``error``) hold the exception's message.
+    Spans shaped as LangSmith sends them (`test_langsmith_capture` holds its real ones)."""
+    secret = "the-handled-tool-error-text-k4"
+    error = f"Error: ConnectionError('{secret}')\n Please fix your mistakes."
+    exporter = InMemorySpanExporter()
+    tracer = provider(exporter).get_tracer("langsmith")
+    meta = {"langsmith.metadata.thread_id": "lsm-handled"}
+    system = _lc("SystemMessage", content="Be brief.", type="system")
+    user = _lc("HumanMessage", content="Weather in Atlantis?", type="human")
+    call = {"name": "get_weather", "args": {"city": "Atlantis"}, "id": "c1", "type": "tool_call"}
+    asked = _lc("AIMessage", content="", type="ai", tool_calls=[call])
+    told = _lc("ToolMessage", content=error, type="tool", tool_call_id="c1", status="error")
+    answer = _lc("AIMessage", content="The weather service failed.", type="ai")
+
+    def run(kind: str, operation: str, prompt: Any, completion: Any) -> dict[str, Any]:
+        return {
+            **meta,
+            "langsmith.span.kind": kind,
+            "gen_ai.operation.name": operation,
+            "gen_ai.prompt": json.dumps(prompt),
+            "gen_ai.completion": json.dumps(completion),
+        }
+
+    state = {"messages": [{"type": "tool", "content": error, "tool_call_id": "c1"}]}
+    with tracer.start_as_current_span("LangGraph", attributes=run("chain", "chain", {}, state)):
+        generations = {"generations": [[{"text": "", "message": asked}]]}
+        with tracer.start_as_current_span(
+            "FakeChat", attributes=run("llm", "chat", {"messages": [[system, user]]}, generations)
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "tools", attributes=run("chain", "chain", {"state": "..."}, state)
+        ):
+            tool = tracer.start_span("get_weather", attributes={
+                **meta, "langsmith.span.kind": "tool", "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": "c1",
+                "gen_ai.prompt": '{"city": "Atlantis"}', "gen_ai.completion": "{}"})  # fmt: skip
+            tool.set_status(Status(StatusCode.ERROR))
+            tool.record_exception(Exception(f"ConnectionError('{secret}')Traceback ..."))
+            tool.end()
+        prompt = {"messages": [[system, user, asked, told]]}
+        generations = {"generations": [[{"text": answer["kwargs"]["content"], "message": answer}]]}
+        with tracer.start_as_current_span(
+            "FakeChat", attributes=run("llm", "chat", prompt, generations)
+        ):
+            pass
+    assert poster.post(protobuf_body(exporter.get_finished_spans())).status_code == 200
+    assert event_rows(session_id="lsm-handled") == [
+        ("system", "Be brief.", [], ""),
+        ("user", "Weather in Atlantis?", [], ""),
+        ("assistant", "", ["c1"], ""),
+        ("tool", "", [], "c1"),
+        ("assistant", "The weather service failed.", [], ""),
+    ]
+    (result,) = models.Event.objects.filter(session_id="lsm-handled", role="tool")
+    assert result.tool_response == {
+        "tool_call_id": "c1",
+        "name": "get_weather",
+        "error": "ConnectionError",
+    }
+    assert secret not in database_text()
