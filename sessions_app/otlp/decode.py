@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from sessions_app.otlp.langsmith import exception_type
 from sessions_app.otlp.messages import EVENTS_KEY
 
 __all__ = [
@@ -276,15 +277,22 @@ def time_of(nanos: int) -> datetime:
         raise BadBody(400, f"time {nanos} is out of range") from None
 
 
-def _exception_type(events: Any) -> str:
+def _exception_type(events: Any, attributes: dict[str, Any]) -> str:
     """The ``exception.type`` of a span's first ``exception`` event naming one ("" when
-    none): the error's class name, which SDKs record there rather than in ``error.type``.
-    Nothing else of the event is read (its message and stack trace are never kept)."""
+    none): the error's class name, which SDKs record there rather than in ``error.type``
+    (LangSmith's generic ``Exception``: the class name its message starts with,
+    `langsmith.exception_type`). Nothing else of the event is kept (its message and stack
+    trace are never stored)."""
     for event in events:
         if event.name == "exception":
-            for pair in event.attributes:
-                if pair.key == "exception.type" and pair.value.string_value:
-                    return str(pair.value.string_value)[:128]
+            kind = message = ""
+            for pair in event.attributes:  # the stack trace is not even read
+                if pair.key == "exception.type":
+                    kind = kind or pair.value.string_value
+                elif pair.key == "exception.message":
+                    message = message or pair.value.string_value
+            if kind:
+                return exception_type(attributes, str(kind), str(message))[:128]
     return ""
 
 
@@ -321,7 +329,9 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], int]
                 attributes = attributes_of(span.attributes, dict(resource))
                 events = span.events
                 if events:
-                    if "error.type" not in attributes and (kind := _exception_type(events)):
+                    if "error.type" not in attributes and (
+                        kind := _exception_type(events, attributes)
+                    ):
                         attributes["error.type"] = kind
                     if genai := _genai_events(events):
                         attributes[EVENTS_KEY] = genai

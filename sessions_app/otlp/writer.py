@@ -59,6 +59,7 @@ from sessions_app.otlp.landing import (
 )
 from sessions_app.otlp.langfuse import ERROR_KEYS as LANGFUSE_ERROR_KEYS
 from sessions_app.otlp.langfuse import langfuse_attributes
+from sessions_app.otlp.langsmith import langsmith_attributes
 from sessions_app.otlp.logs import untraced_trace
 from sessions_app.otlp.mapping import Place
 from sessions_app.otlp.messages import has_key_prefix
@@ -120,6 +121,7 @@ _PRODUCER_SHAPES: tuple[Callable[[dict[str, Any], SpanRecord], dict[str, Any]], 
     lambda attributes, r: without_error_details(attributes, r.status_code),  # OpenInference
     lambda attributes, r: strands_attributes(attributes, r.status_code),  # Strands Agents
     lambda attributes, r: langfuse_attributes(attributes, r.status_code),  # the Langfuse SDK
+    lambda attributes, r: langsmith_attributes(attributes, r.status_code),  # the LangSmith SDK
     lambda attributes, r: vercel_ai.kept(attributes),  # the Vercel AI SDK
     lambda attributes, r: openllmetry_attributes(attributes),  # OpenLLMetry (Traceloop)
     lambda attributes, r: without_error(r.name, attributes),  # Claude Code's ``error``
