@@ -302,7 +302,7 @@ class Event(models.Model):
     FinishReason = runtime_model.FinishReason
 
     id = models.BigAutoField(primary_key=True)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    session = models.ForeignKey(Session, models.CASCADE, related_name="events", db_index=False)
     turn_id = models.CharField(max_length=255, blank=True, default="")
     source_id = models.CharField(max_length=255, blank=True, default="")
     author = models.CharField(max_length=255, blank=True, default="")
