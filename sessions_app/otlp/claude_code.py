@@ -32,6 +32,7 @@ from typing import Any
 
 from agentops.runtime.session import failure_code_of
 from sessions_app.otlp import claude_code_spans as cc_spans
+from sessions_app.otlp.authors import USER
 from sessions_app.otlp.claude_code_spans import (
     CLAUDE,
     REDACTED,
@@ -194,7 +195,7 @@ def drafts(spans: Sequence[SpanRecord], records: Sequence[SpanRecord]) -> list[D
     )  # fmt: skip
     found: list[Draft] = []
     if turn.prompt:
-        found.append(Draft("prompt", turn.prompt[0], "user", author, text=turn.prompt[1]))
+        found.append(Draft("prompt", turn.prompt[0], "user", USER, text=turn.prompt[1]))
     requests = sorted(turn.requests.values(), key=lambda r: (r.end, r.key))
     made = _owner(list(turn.calls.values()), requests)
     owned = {call.id for calls in made.values() for call in calls}

@@ -38,6 +38,7 @@ from typing import Any
 
 from agentops.runtime.session import failure_code_of
 from sessions_app.otlp import log_mapping
+from sessions_app.otlp.authors import USER
 from sessions_app.otlp.decode import SpanRecord
 from sessions_app.otlp.mapping import Draft, Outcome
 from sessions_app.otlp.messages import arguments_object
@@ -260,7 +261,7 @@ def drafts(records: Sequence[SpanRecord]) -> list[Draft]:
         call_id = str(attrs.get("call_id") or f"call-{key}")
         name = str(attrs.get("tool_name") or "tool")
         if event == "user_prompt" and (text := _text(attrs.get("prompt"))):
-            found.append(Draft(f"{key}:prompt", at, "user", author, text=text))
+            found.append(Draft(f"{key}:prompt", at, "user", USER, text=text))
         elif event == "api_request":
             request = attrs
         elif event == "sse_event" and "input_token_count" in attrs:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from agentops.runtime.session import FailureStage, failure_code_of
 from sessions_app.otlp import openllmetry, vercel_ai
+from sessions_app.otlp.authors import USER, agent_names, author_of
 from sessions_app.otlp.autogen import run_root
 from sessions_app.otlp.messages import (
     EVENTS_KEY,
@@ -41,6 +42,7 @@ from sessions_app.otlp.openinference import (
     tool_output,
 )
 from sessions_app.otlp.tool_results import tool_results
+from sessions_app.otlp.usage import model_of, span_usage
 
 __all__ = ["Draft", "Outcome", "Place", "place", "turn_drafts", "turn_outcome"]
 
@@ -148,20 +150,10 @@ def place(spans: Sequence[SpanLike]) -> Place:
     )
 
 
-def _model_of(attrs: dict[str, Any]) -> Any:
-    """The model a span names: `gen_ai.response.model`, else `gen_ai.request.model`, else
-    OpenInference's `llm.model_name` (None when none)."""
-    return (
-        attrs.get("gen_ai.response.model")
-        or attrs.get("gen_ai.request.model")
-        or attrs.get("llm.model_name")
-    )
-
-
 def _model(spans: Sequence[SpanLike]) -> str:
-    """The model of the first of `spans` naming one (`_model_of`)."""
+    """The model of the first of `spans` naming one (`usage.model_of`)."""
     for span in spans:
-        found = _model_of(span.attributes)
+        found = model_of(span.attributes)
         if isinstance(found, str) and found:
             return found[:255]
     return ""
@@ -193,49 +185,6 @@ def _is_model(span: SpanLike) -> bool:
             and any(key.startswith(_MODEL_PREFIXES) for key in attrs)
         )
     )
-
-
-def _usage(span: SpanLike) -> dict[str, Any] | None:
-    attrs = span.attributes
-    prompt = _int_of(
-        attrs, "gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.usage.prompt_tokens"
-    )
-    completion = _int_of(
-        attrs,
-        "gen_ai.usage.output_tokens",
-        "llm.token_count.completion",
-        "gen_ai.usage.completion_tokens",
-    )
-    if not isinstance(prompt, int) and not isinstance(completion, int):
-        return None
-    prompt = prompt if isinstance(prompt, int) else 0
-    completion = completion if isinstance(completion, int) else 0
-    details: dict[str, Any] = {}
-    model = _model_of(attrs)
-    if model:
-        details["model"] = str(model)
-    cached = _int_of(
-        attrs,
-        "gen_ai.usage.cache_read.input_tokens",
-        "gen_ai.usage.cached_tokens",
-        "llm.token_count.prompt_details.cache_read",
-    )
-    if isinstance(cached, int):
-        details["cached_input_tokens"] = cached
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "details": details,
-    }
-
-
-def _int_of(attrs: dict[str, Any], *keys: str) -> int | None:
-    """The first of `keys` holding an integer (OTel, OpenInference, OpenLLMetry names)."""
-    for key in keys:
-        if isinstance(attrs.get(key), int):
-            return int(attrs[key])
-    return None
 
 
 def _after_last_assistant(messages: list[Message]) -> list[Message]:
@@ -279,7 +228,7 @@ def _message_drafts(
                 key=key,
                 at=at,
                 role=message.role,
-                author=author,
+                author=USER if message.role == "user" else author,
                 text=message.text,
                 tool_calls=calls,
                 finish_reason=finish,
@@ -299,17 +248,16 @@ def _legacy_adk(attrs: dict[str, Any], key: str, legacy: str) -> Any:
     return value
 
 
-def _author(attrs: dict[str, Any]) -> str:
-    name = attrs.get("gen_ai.agent.name") or attrs.get("resource.service.name")
-    return str(name)[:255] if name else "agent"
-
-
 def span_drafts(
-    span: SpanLike, first_model: bool, model: bool | None = None, nested_model: bool = False
+    span: SpanLike,
+    first_model: bool,
+    model: bool | None = None,
+    nested_model: bool = False,
+    agent: str = "",
 ) -> list[Draft]:
     """The candidate events of one span (before the turn drops repeats); `model`:
-    `_is_model(span)` when the caller knows it."""
-    author = _author(attrs := vercel_ai.as_genai(span.attributes))  # the AI SDK's ai.* too
+    `_is_model(span)` when the caller knows it; `agent`: the agent it runs under."""
+    author = author_of(attrs := vercel_ai.as_genai(span.attributes), agent)  # AI SDK's ai.*
     if model is None:
         model = _is_model(span)
     drafts: list[Draft] = []
@@ -361,7 +309,7 @@ def span_drafts(
         inputs = input_messages(attrs, after_last_assistant=True)
     drafts += _message_drafts(span, _after_last_assistant(inputs), span.start_at, "in", author)
     outputs = _message_drafts(span, output_messages(attrs), span.end_at, "out", author)
-    usage = _usage(span) if model and not nested_model else None
+    usage = span_usage(span.attributes) if model and not nested_model else None
     if outputs and usage is not None:
         outputs[-1].usage = usage
     elif usage is not None:  # no content (or none kept): an event of usage alone
@@ -382,9 +330,11 @@ def turn_drafts(spans: Sequence[SpanLike], extra: Sequence[Draft] = ()) -> list[
     first_model = True
     ordered = [(span, _is_model(span)) for span in vercel_ai.in_call_order(spans)]
     model_ids = {span.span_id for span, model in ordered if model}
+    agents = agent_names(spans)
     for span, model in ordered:
         # ADK's legacy generate_content span repeats its call_llm parent's usage.
-        found = span_drafts(span, first_model, model, span.parent_span_id in model_ids)
+        nested = span.parent_span_id in model_ids
+        found = span_drafts(span, first_model, model, nested, agents.get(span.span_id, ""))
         if model:
             first_model = False
         candidates += [(d.at, span.start_at, n, d) for n, d in enumerate(found)]

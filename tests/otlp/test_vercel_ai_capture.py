@@ -111,7 +111,11 @@ def test_vercel_ai_lands_the_two_weather_runs(
     assert session.state["otlp"] == {"content_captured": True}
     assert session.orphan_result_count == 0 and not session.cannot_resume
     events = models.Event.objects.filter(session=session)
-    assert {e.author for e in events} == {"weather-agent"}  # ai.telemetry.functionId
+    # The agent's events by ai.telemetry.functionId; the user's messages by the user.
+    assert {(e.role == "user", e.author) for e in events} == {
+        (True, "user"),
+        (False, "weather-agent"),
+    }
     turn_ids = [t.id for t in session_turns(f"{prefix}-s1")]
     roots = [s for s in fixture_spans(fixture) if not s.get("parentSpanId")][:2]
     assert turn_ids == [f"{prefix}-s1/{s['traceId']}" for s in roots]
