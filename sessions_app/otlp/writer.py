@@ -66,6 +66,7 @@ from sessions_app.otlp.messages import has_key_prefix
 from sessions_app.otlp.models import OtlpSpan, own_session_id
 from sessions_app.otlp.openinference import without_error_details
 from sessions_app.otlp.openllmetry import openllmetry_attributes
+from sessions_app.otlp.semantic_kernel import semantic_kernel_attributes
 from sessions_app.otlp.strands import strands_attributes
 from sessions_app.otlp.tool_results import without_failed_results
 from sessions_app.otlp.watched import messages
@@ -124,6 +125,7 @@ _PRODUCER_SHAPES: tuple[Callable[[dict[str, Any], SpanRecord], dict[str, Any]], 
     lambda attributes, r: langsmith_attributes(attributes, r.status_code),  # the LangSmith SDK
     lambda attributes, r: vercel_ai.kept(attributes),  # the Vercel AI SDK
     lambda attributes, r: openllmetry_attributes(attributes),  # OpenLLMetry (Traceloop)
+    lambda attributes, r: semantic_kernel_attributes(attributes),  # Semantic Kernel
     lambda attributes, r: without_error(r.name, attributes),  # Claude Code's ``error``
     without_runtime_message,  # AutoGen's runtime spans' copy of every message
 )
