@@ -257,3 +257,18 @@ def test_semantic_kernel_without_content_lands_calls_results_and_usage(
         "error": "ConnectionError",
     }
     _assert_no_error_text()
+
+
+def test_only_semantic_kernels_agent_spans_lose_their_messages() -> None:
+    from sessions_app.otlp.semantic_kernel import semantic_kernel_attributes
+
+    older = json.dumps([{"role": "user", "content": "hi"}])
+    # Another producer's agent span in the earlier {"role", "content"} shape: kept as sent.
+    other = {"gen_ai.operation.name": "invoke_agent", "gen_ai.input.messages": older}
+    assert semantic_kernel_attributes(other) is other
+    # Semantic Kernel's names its agent by id: its own-shape copies are dropped.
+    sk = {**other, "gen_ai.agent.id": "4654d07c", "gen_ai.output.messages": "[]"}
+    assert semantic_kernel_attributes(sk) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.id": "4654d07c",
+    }
