@@ -104,30 +104,23 @@ def _assert_call(turn: models.Turn, call: str, city: str) -> None:
     assert asking.tool_calls == [{"id": call, "name": TOOL, "arguments": {"city": city}}]
 
 
-def _assert_paris(turn: models.Turn) -> None:
+def _assert_run(turn: models.Turn, rows: Any, call: str, city: str, answer: dict[str, Any]) -> None:
+    """A completed run of `rows`, its call `call` for `city` answered by `answer`."""
     assert outcome(turn) == ("completed", "", "", "", "")
-    assert turn_rows(turn) == PARIS
-    _assert_call(turn, "call_paris", "Paris")
+    assert turn_rows(turn) == rows
+    _assert_call(turn, call, city)
     result = models.Event.objects.get(turn_id=turn.id, role="tool")
-    assert result.tool_response == {
-        "tool_call_id": "call_paris",
-        "name": TOOL,
-        "result": "sunny in Paris",
-    }
+    assert result.tool_response == {"tool_call_id": call, "name": TOOL, **answer}
+
+
+def _assert_paris(turn: models.Turn) -> None:
+    _assert_run(turn, PARIS, "call_paris", "Paris", {"result": "sunny in Paris"})
 
 
 def _assert_atlantis(turn: models.Turn) -> None:
     # Semantic Kernel catches the function's exception and hands the model its text: the
     # invocation, and its turn, complete; the call is answered by the error's class.
-    assert outcome(turn) == ("completed", "", "", "", "")
-    assert turn_rows(turn) == ATLANTIS
-    _assert_call(turn, "call_atlantis", "Atlantis")
-    result = models.Event.objects.get(turn_id=turn.id, role="tool")
-    assert result.tool_response == {
-        "tool_call_id": "call_atlantis",
-        "name": TOOL,
-        "error": "ConnectionError",
-    }
+    _assert_run(turn, ATLANTIS, "call_atlantis", "Atlantis", {"error": "ConnectionError"})
 
 
 def _assert_no_error_text() -> None:
