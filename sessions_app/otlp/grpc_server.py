@@ -9,7 +9,9 @@ statuses with a one-line reason, as OTLP/gRPC specifies: UNAUTHENTICATED (no or 
 key), PERMISSION_DENIED (read-only key), RESOURCE_EXHAUSTED (over the key's rate, with
 the delay as `google.rpc.RetryInfo` in the status details and in
 ``google.rpc.retryinfo-bin``, which the Python exporter reads), UNAVAILABLE (the database
-is busy; exporters retry), and, from gRPC itself, RESOURCE_EXHAUSTED for a message over
+is busy; exporters retry), INVALID_ARGUMENT (a message that does not parse: parsed
+once the key is checked), INTERNAL (an unexpected error: logged, its text not sent),
+and, from gRPC itself, RESOURCE_EXHAUSTED for a message over
 AGENTOPS_API_MAX_BODY_BYTES times AGENTOPS_OTLP_INFLATE_FACTOR once decompressed (gzip is
 gRPC's own). Unusable records are a partial success, as over HTTP.
 
@@ -31,11 +33,9 @@ from django.conf import settings
 from django.utils import timezone
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from sessions_app.api.keys import bearer_token, find_key
-from sessions_app.otlp.decode import SpanRecord, spans_of
+from sessions_app.otlp.decode import PROTOBUF, BadBody, SpanRecord, decode_request, spans_of
 from sessions_app.otlp.export import (
     Outcome,
     accept,
@@ -44,7 +44,7 @@ from sessions_app.otlp.export import (
     may_write,
     traces_answer,
 )
-from sessions_app.otlp.logs import log_records_of
+from sessions_app.otlp.logs import decode_logs, log_records_of
 
 __all__ = ["serve", "start_with"]
 
@@ -72,7 +72,11 @@ async def _export(
         status, reason = key_refusal(key, "the authorization metadata: Bearer <key>")
         await context.abort(_STATUSES[status], reason)  # raises
         raise AssertionError("unreachable")
-    records, bad = records_and_bad()
+    try:
+        records, bad = records_and_bad()
+    except BadBody as refused:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused.reason)
+        raise AssertionError("unreachable") from None
     outcome = await accept(records, bad, key, noun)
     if outcome.status != 200:
         if outcome.retry_after:
@@ -95,38 +99,58 @@ def _retry_metadata(outcome: Outcome) -> tuple[tuple[str, bytes], ...]:
     )
 
 
-class TraceService(trace_service_pb2_grpc.TraceServiceServicer):
-    """``opentelemetry.proto.collector.trace.v1.TraceService/Export``."""
+async def _traces(body: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    """``TraceService/Export``: the request decoded once the key is checked."""
 
-    async def Export(  # the generated servicer's name
-        self,
-        request: trace_service_pb2.ExportTraceServiceRequest,
-        context: grpc.aio.ServicerContext,
-    ) -> trace_service_pb2.ExportTraceServiceResponse:
-        outcome = await _export(context, lambda: spans_of(request), "spans")
-        return traces_answer(outcome.rejected, outcome.message)
+    def records() -> tuple[Sequence[SpanRecord], int]:
+        return spans_of(decode_request(body, PROTOBUF))
+
+    outcome = await _export(context, records, "spans")
+    return traces_answer(outcome.rejected, outcome.message).SerializeToString()
 
 
-class LogsService(logs_service_pb2_grpc.LogsServiceServicer):
-    """``opentelemetry.proto.collector.logs.v1.LogsService/Export``."""
+async def _logs(body: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    """``LogsService/Export``: the request decoded once the key is checked."""
 
-    async def Export(  # the generated servicer's name
-        self,
-        request: logs_service_pb2.ExportLogsServiceRequest,
-        context: grpc.aio.ServicerContext,
-    ) -> logs_service_pb2.ExportLogsServiceResponse:
-        outcome = await _export(
-            context, lambda: log_records_of(request, timezone.now()), "log records"
-        )
-        return logs_answer(outcome.rejected, outcome.message)
+    def records() -> tuple[Sequence[SpanRecord], int]:
+        return log_records_of(decode_logs(body, PROTOBUF), timezone.now())
+
+    outcome = await _export(context, records, "log records")
+    return logs_answer(outcome.rejected, outcome.message).SerializeToString()
+
+
+def _service(name: str, export: Callable[..., Any]) -> grpc.GenericRpcHandler:
+    """The `name` service's ``Export``, given the request's bytes (no deserializer: an
+    unkeyed caller's message is never parsed) and answering the serialized response; an
+    unexpected error is logged and answered INTERNAL, without its text."""
+
+    async def guarded(body: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        try:
+            answer: bytes = await export(body, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception:  # as a 500 over HTTP: logged here, its text not sent
+            logger.exception("OTLP/gRPC %s/Export failed", name)
+            await context.abort(grpc.StatusCode.INTERNAL, "the receiver failed; it is logged")
+            raise AssertionError("unreachable") from None
+        return answer
+
+    handler = grpc.unary_unary_rpc_method_handler(guarded)
+    return grpc.method_handlers_generic_handler(name, {"Export": handler})
+
+
+#: The collector's services (`opentelemetry-proto`'s names), each with its ``Export``.
+_SERVICES = (
+    ("opentelemetry.proto.collector.trace.v1.TraceService", _traces),
+    ("opentelemetry.proto.collector.logs.v1.LogsService", _logs),
+)
 
 
 async def serve(address: str) -> grpc.aio.Server | None:
     """Start the receiver on `address` (host:port); None, logged, when it cannot bind."""
     limit = settings.AGENTOPS_API_MAX_BODY_BYTES * settings.AGENTOPS_OTLP_INFLATE_FACTOR
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit)])
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(TraceService(), server)  # type: ignore[no-untyped-call]
-    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(LogsService(), server)  # type: ignore[no-untyped-call]
+    server.add_generic_rpc_handlers([_service(name, export) for name, export in _SERVICES])
     try:
         server.add_insecure_port(address)
     except RuntimeError as refused:

@@ -192,3 +192,41 @@ def test_over_the_rate_is_resource_exhausted_with_the_delay(operator_user: User)
     status = status_pb2.Status.FromString(trailing["grpc-status-details-bin"])
     assert status.details[0].Is(error_details_pb2.RetryInfo.DESCRIPTOR)
     assert not models.Event.objects.exists()
+
+
+def _raw_call(address: str, body: bytes, metadata: tuple[tuple[str, str], ...]) -> bytes:
+    """An ``Export`` of `body` as it is (no serializer: any bytes)."""
+    with grpc.insecure_channel(address) as channel:
+        export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+        return bytes(export(body, metadata=metadata, timeout=10))
+
+
+def test_a_malformed_message_is_invalid_argument_and_unread_without_a_key(
+    grpc_server: tuple[Any, str],
+) -> None:
+    _server, address = grpc_server
+    garbage = b"\xff\xff\xff not protobuf"
+    with pytest.raises(grpc.RpcError) as unkeyed:
+        _raw_call(address, garbage, ())
+    assert unkeyed.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    metadata = (("authorization", f"Bearer {create_key('garbage').key}"),)
+    with pytest.raises(grpc.RpcError) as refused:
+        _raw_call(address, garbage, metadata)
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "the body is not an ExportTraceServiceRequest" in refused.value.details()
+    assert not models.Session.objects.exists()
+
+
+def test_a_lone_surrogate_in_message_json_is_stored_replaced(
+    grpc_server: tuple[Any, str],
+) -> None:
+    _server, address = grpc_server
+    request = _request()
+    for span in request.resource_spans[0].scope_spans[0].spans:
+        for pair in span.attributes:
+            if pair.key == "gen_ai.input.messages":  # JSON text escaping half a pair
+                pair.value.string_value = pair.value.string_value.replace("Paris", "Par\\ud800is")
+    metadata = (("authorization", f"Bearer {create_key('surrogate').key}"),)
+    answer, _call_info = _call(address, request, metadata)
+    assert answer.partial_success.rejected_spans == 0
+    assert models.Session.objects.get(pk="conv-raw").title == "What is the weather in Par\ufffdis?"
