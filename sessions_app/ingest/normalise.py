@@ -217,3 +217,26 @@ def json_or_none(value: Any) -> Any:
         except ValueError:
             return None
     return value
+
+
+def storable(value: Any) -> Any:
+    """`value` with every lone surrogate in its texts (JSON's ``"\\ud800"`` decodes to one;
+    UTF-8 has none, so no database stores it) as U+FFFD, in keys and nested lists and
+    objects too; `value` itself when it holds none (most texts are ASCII)."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return value
+    if isinstance(value, dict):
+        pairs = [(storable(k), storable(v)) for k, v in value.items()]
+        if all(k is a and v is b for (k, v), (a, b) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if isinstance(value, list):
+        found = [storable(v) for v in value]
+        return value if all(a is b for a, b in zip(found, value, strict=True)) else found
+    return value

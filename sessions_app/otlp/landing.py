@@ -22,6 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from sessions_app import models
+from sessions_app.ingest.normalise import storable
 from sessions_app.ingest.writer import insert_rows
 from sessions_app.live.payloads import EVENT_FIELDS
 from sessions_app.otlp.decode import SPAN_FIELDS, SpanRecord
@@ -89,8 +90,20 @@ def plan_trace(
         note += "; message content was not captured"
     return Plan(
         trace_id, spans, fresh, previous, where, session_id, turn_id, note[:500],
-        drafts=turn_drafts(spans), outcome=turn_outcome(spans),
+        drafts=[_storable(draft) for draft in turn_drafts(spans)], outcome=turn_outcome(spans),
     )  # fmt: skip
+
+
+def _storable(draft: Draft) -> Draft:
+    """`draft` with the lone surrogates of its texts as U+FFFD (`normalise.storable`): a
+    message's JSON text may escape one (``"\\ud800"``), which no database stores."""
+    draft.text, draft.author = storable(draft.text), storable(draft.author)
+    draft.finish_reason, draft.tool_calls = (
+        storable(draft.finish_reason),
+        storable(draft.tool_calls),
+    )
+    draft.tool_response = storable(draft.tool_response)
+    return draft
 
 
 def refusal(

@@ -132,7 +132,7 @@ def _first(spans: Sequence[SpanLike], keys: Sequence[str]) -> str:
     for key in keys:
         for span in spans:
             value = span.attributes.get(key)
-            if value not in (None, "", [], {}):
+            if value not in (None, "", [], {}) and str(value).strip():  # spaces name nothing
                 return str(value)
     return ""
 

@@ -13,6 +13,9 @@ the next model call's input, which hands the result back to the model.
   span names (``error.type``) before the record is kept, when that tool span is kept
   already or comes in the same request; when the tool span comes later, the records
   kept before it are rewritten then.
+- `failed_tool_kept`: a tool span that failed (status ERROR) keeps no
+  ``gen_ai.tool.call.result``: what a tool that raised "returned" is where its error's
+  text ends up, and the call is answered by the span's error class alone.
 """
 
 from __future__ import annotations
@@ -29,11 +32,20 @@ if TYPE_CHECKING:
     from sessions_app.otlp.decode import SpanRecord
     from sessions_app.otlp.mapping import Draft
 
-__all__ = ["tool_results", "without_failed_results"]
+__all__ = ["failed_tool_kept", "tool_results", "without_failed_results"]
 
 NOT_CAPTURED = {"content_captured": False}
 GENAI_INPUT = "gen_ai.input.messages"
+TOOL_RESULT = "gen_ai.tool.call.result"
 ERROR_STATUS = 2
+
+
+def failed_tool_kept(attributes: dict[str, Any], status_code: int) -> dict[str, Any]:
+    """`attributes` of a span without the result of a tool that failed (module); the same
+    dict for any other span."""
+    if status_code != ERROR_STATUS or TOOL_RESULT not in attributes:
+        return attributes
+    return {k: v for k, v in attributes.items() if k != TOOL_RESULT}
 
 
 def tool_results(drafts: list[Draft]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sessions_app.search.numbers import TOKEN_MAX
+
 __all__ = ["model_of", "span_usage"]
 
 
@@ -55,8 +57,9 @@ def span_usage(attrs: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _int_of(attrs: dict[str, Any], *keys: str) -> int | None:
-    """The first of `keys` holding an integer (OTel, OpenInference, OpenLLMetry names)."""
+    """The first of `keys` holding an integer (OTel, OpenInference, OpenLLMetry names),
+    between 0 and `TOKEN_MAX` as token totals count it (a negative count is 0)."""
     for key in keys:
         if isinstance(attrs.get(key), int):
-            return int(attrs[key])
+            return min(max(int(attrs[key]), 0), TOKEN_MAX)
     return None

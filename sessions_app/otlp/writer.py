@@ -36,6 +36,7 @@ from agentops.runtime.session import TurnReason
 from sessions_app import models
 from sessions_app.api.models import ApiKey
 from sessions_app.ids import session_id_problem, turn_id_problem
+from sessions_app.ingest.normalise import storable
 from sessions_app.ingest.reading import loads
 from sessions_app.ingest.redaction import redact_values
 from sessions_app.live import LiveSessionService
@@ -68,7 +69,7 @@ from sessions_app.otlp.openinference import without_error_details
 from sessions_app.otlp.openllmetry import openllmetry_attributes
 from sessions_app.otlp.semantic_kernel import semantic_kernel_attributes
 from sessions_app.otlp.strands import strands_attributes
-from sessions_app.otlp.tool_results import without_failed_results
+from sessions_app.otlp.tool_results import failed_tool_kept, without_failed_results
 from sessions_app.otlp.watched import messages
 
 __all__ = ["Received", "abandon_silent_turns", "receive", "silent_turns", "store_spans"]
@@ -108,8 +109,9 @@ def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
     one prefilter pass over all of them (`redaction.redact_values`); without what may
     hold an error's message (`_NEVER_KEPT`, and each producer's own: `_PRODUCER_SHAPES`,
     which also make its shapes plain GenAI attributes); a model span's input without the
-    earlier history the mapping never reads (`history.kept_inputs`)."""
-    kept = [kept_inputs(_keepable(_plain(r))) for r in records]
+    earlier history the mapping never reads (`history.kept_inputs`); a lone surrogate a
+    producer's JSON text decoded to as U+FFFD (`normalise.storable`)."""
+    kept = [storable(kept_inputs(_keepable(_plain(r)))) for r in records]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)
 
@@ -128,6 +130,7 @@ _PRODUCER_SHAPES: tuple[Callable[[dict[str, Any], SpanRecord], dict[str, Any]], 
     lambda attributes, r: semantic_kernel_attributes(attributes),  # Semantic Kernel
     lambda attributes, r: without_error(r.name, attributes),  # Claude Code's ``error``
     without_runtime_message,  # AutoGen's runtime spans' copy of every message
+    lambda attributes, r: failed_tool_kept(attributes, r.status_code),  # any failed tool
 )
 
 
@@ -153,10 +156,10 @@ def _short(value: str, limit: int) -> str:
 
 
 def session_id_for(key: str, trace_id: str) -> str:
-    """The session id for a session key ("" = the trace's own session)."""
+    """The session id for a session key ("" or only spaces = the trace's own session)."""
+    key = key.strip()
     if not key:
         return own_session_id(trace_id)
-    key = key.strip()
     if session_id_problem(key) is None:
         return key
     return "otlp-" + hashlib.sha256(key.encode()).hexdigest()[:32]

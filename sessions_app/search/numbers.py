@@ -25,7 +25,9 @@ from django.db.models.sql.compiler import SQLCompiler
 from sessions_app.models import Event, TurnQuerySet
 
 _KEY = re.compile(r"^[a-z_]+$")
-_MAX = 10**15  # caps absurd values so the sum never overflows a bigint
+#: The largest token count summed (absurd values are capped so a sum never overflows a
+#: bigint); negative ones count 0.
+TOKEN_MAX = 10**15
 
 
 class JsonNumber(Func):
@@ -49,7 +51,7 @@ class JsonNumber(Func):
         value = f"json_extract({sql}, {at})"
         template = (
             f"(CASE WHEN json_type({sql}, {at}) IN ('integer', 'real') "
-            f"THEN CAST(min(max({value}, 0), {_MAX}) AS INTEGER) ELSE 0 END)"
+            f"THEN CAST(min(max({value}, 0), {TOKEN_MAX}) AS INTEGER) ELSE 0 END)"
         )
         return template, [*params, *params, *params, *params]
 
@@ -60,7 +62,7 @@ class JsonNumber(Func):
         at = "'{" + ",".join(self.path) + "}'"
         template = (
             f"(CASE WHEN jsonb_typeof({sql} #> {at}) = 'number' "
-            f"THEN LEAST(GREATEST(({sql} #>> {at})::numeric, 0), {_MAX})::bigint ELSE 0 END)"
+            f"THEN LEAST(GREATEST(({sql} #>> {at})::numeric, 0), {TOKEN_MAX})::bigint ELSE 0 END)"
         )
         return template, [*params, *params]
 

@@ -88,3 +88,13 @@ def test_the_kept_attribute_names_are_those_of_a_test_per_key(names: list[tuple[
     assert kept == {k: v for k, v in attributes.items() if not k.startswith(_NEVER_KEPT)}
     assert list(kept) == [k for k in attributes if not k.startswith(_NEVER_KEPT)]
     assert kept is not attributes
+
+
+def test_token_counts_are_read_between_zero_and_the_cap_totals_use() -> None:
+    from sessions_app.otlp.usage import span_usage
+    from sessions_app.search.numbers import TOKEN_MAX
+
+    usage = span_usage({"gen_ai.usage.input_tokens": -5, "gen_ai.usage.output_tokens": 2**63 - 1})
+    assert usage is not None
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (0, TOKEN_MAX)
+    assert usage["total_tokens"] == TOKEN_MAX

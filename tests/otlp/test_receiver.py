@@ -372,3 +372,60 @@ def test_spans_with_bad_ids_are_rejected_alone_in_both_encodings(
     assert answer["rejectedSpans"] == "1"
     assert "wrong length or all zero" in answer["errorMessage"]
     assert OtlpSpan.objects.count() == len(spans) - 1
+
+
+def test_lone_surrogates_in_message_json_are_stored_replaced(poster: OtlpPoster) -> None:
+    spans = conversation_spans()
+    for span in spans:  # each message's JSON text escapes half a surrogate pair
+        for name in ("gen_ai.input.messages", "gen_ai.output.messages"):
+            value = (span.attributes or {}).get(name)
+            if isinstance(value, str):
+                span._attributes._dict[name] = value.replace('"content": "', '"content": "\\udc00')  # type: ignore[union-attr]
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    texts = [e.text for e in models.Event.objects.filter(session_id="conv-1") if e.text]
+    assert texts and all("\ud800" not in t and "\udc00" not in t for t in texts)
+    assert "\ufffd" in models.Session.objects.get(pk="conv-1").title
+
+
+def test_a_conversation_id_of_spaces_names_no_session(poster: OtlpPoster) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tests.otlp.agent_spans import ok_turn, provider
+
+    exporter = InMemorySpanExporter()
+    tracer = provider(exporter).get_tracer("tests.otlp.blank")
+    for blank in (" ", "\t", "  \n"):
+        ok_turn(tracer, conversation=blank)
+    assert poster.post(protobuf_body(exporter.get_finished_spans())).status_code == 200
+    # Each trace its own session, as with no conversation id: not one shared by them all.
+    ids = set(models.Session.objects.values_list("id", flat=True))
+    traces = {f"otlp-{s.context.trace_id:032x}" for s in exporter.get_finished_spans()}
+    assert ids == traces and len(ids) == 3
+
+
+def test_a_failed_tool_spans_result_is_kept_nowhere(poster: OtlpPoster) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Status, StatusCode
+
+    from tests.otlp.agent_spans import provider
+
+    exporter = InMemorySpanExporter()
+    tracer = provider(exporter).get_tracer("tests.otlp.failed-tool")
+    secret = "the-failed-tool-result-text-k2"
+    with tracer.start_as_current_span("invoke_agent weather") as root:
+        root.set_attribute("gen_ai.operation.name", "invoke_agent")
+        with tracer.start_as_current_span("execute_tool lookup") as tool:
+            tool.set_attributes({
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.id": "call_x",
+                "gen_ai.tool.name": "lookup", "gen_ai.tool.call.result": f"Error: {secret}",
+                "error.type": "TimeoutError",
+            })  # fmt: skip
+            tool.set_status(Status(StatusCode.ERROR))
+    assert poster.post(protobuf_body(exporter.get_finished_spans())).status_code == 200
+    result = models.Event.objects.get(role="tool")
+    assert result.tool_response == {
+        "tool_call_id": "call_x",
+        "name": "lookup",
+        "error": "TimeoutError",
+    }
+    assert secret not in database_text()
