@@ -232,10 +232,11 @@ def storable(value: Any) -> Any:
             return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
         return value
     if isinstance(value, dict):
-        pairs = [(storable(k), storable(v)) for k, v in value.items()]
-        if all(k is a and v is b for (k, v), (a, b) in zip(pairs, value.items(), strict=True)):
-            return value
-        return dict(pairs)
+        for k, v in value.items():  # most values are ASCII texts: nothing made for them
+            ascii_text = type(v) is str and v.isascii()
+            if storable(k) is not k or (not ascii_text and storable(v) is not v):
+                return {storable(k): storable(v) for k, v in value.items()}
+        return value
     if isinstance(value, list):
         found = [storable(v) for v in value]
         return value if all(a is b for a, b in zip(found, value, strict=True)) else found
