@@ -220,10 +220,13 @@ def json_or_none(value: Any) -> Any:
 
 
 def storable(value: Any) -> Any:
-    """`value` with every lone surrogate in its texts (JSON's ``"\\ud800"`` decodes to one;
-    UTF-8 has none, so no database stores it) as U+FFFD, in keys and nested lists and
-    objects too; `value` itself when it holds none (most texts are ASCII)."""
+    """`value` with the characters of its texts that a database cannot store as U+FFFD,
+    in keys and nested lists and objects too: NUL (PostgreSQL stores none, in text or
+    JSON; imports replace it so too) and a lone surrogate (JSON's ``"\\ud800"`` decodes to
+    one; UTF-8 has none); `value` itself when it holds none (most texts are ASCII)."""
     if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "\ufffd")
         if value.isascii():
             return value
         try:
@@ -233,7 +236,7 @@ def storable(value: Any) -> Any:
         return value
     if isinstance(value, dict):
         for k, v in value.items():  # most values are ASCII texts: nothing made for them
-            ascii_text = type(v) is str and v.isascii()
+            ascii_text = type(v) is str and v.isascii() and "\x00" not in v
             if storable(k) is not k or (not ascii_text and storable(v) is not v):
                 return {storable(k): storable(v) for k, v in value.items()}
         return value

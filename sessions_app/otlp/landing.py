@@ -95,8 +95,9 @@ def plan_trace(
 
 
 def _storable(draft: Draft) -> Draft:
-    """`draft` with the lone surrogates of its texts as U+FFFD (`normalise.storable`): a
-    message's JSON text may escape one (``"\\ud800"``), which no database stores."""
+    """`draft` with NUL and the lone surrogates of its texts as U+FFFD
+    (`normalise.storable`): a message's JSON text may escape either (``"\\u0000"``,
+    ``"\\ud800"``), which PostgreSQL does not store."""
     draft.text, draft.author = storable(draft.text), storable(draft.author)
     draft.finish_reason, draft.tool_calls = (
         storable(draft.finish_reason),

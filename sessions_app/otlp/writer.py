@@ -109,8 +109,8 @@ def keep_attributes(records: Sequence[SpanRecord]) -> list[dict[str, Any]]:
     one prefilter pass over all of them (`redaction.redact_values`); without what may
     hold an error's message (`_NEVER_KEPT`, and each producer's own: `_PRODUCER_SHAPES`,
     which also make its shapes plain GenAI attributes); a model span's input without the
-    earlier history the mapping never reads (`history.kept_inputs`); a lone surrogate a
-    producer's JSON text decoded to as U+FFFD (`normalise.storable`)."""
+    earlier history the mapping never reads (`history.kept_inputs`); NUL, and a lone
+    surrogate a producer's JSON text decoded to, as U+FFFD (`normalise.storable`)."""
     kept = [storable(kept_inputs(_keepable(_plain(r)))) for r in records]
     # Each is a new dict already (the filtered copy, or `redact_value`'s when it changed).
     return redact_values(kept)
@@ -211,7 +211,7 @@ def store_spans(records: Sequence[SpanRecord], key: ApiKey) -> Received:
                 fresh[record.trace_id][record.span_id] = record
         new_records = [record for new in fresh.values() for record in new.values()]
         for record, kept_values in zip(new_records, keep_attributes(new_records), strict=True):
-            record.attributes = kept_values
+            record.attributes, record.name = kept_values, storable(record.name)
         for span in without_failed_results(fresh, kept):  # what a failed tool told the model
             OtlpSpan.objects.filter(trace_id=span.trace_id, span_id=span.span_id).update(
                 attributes=span.attributes

@@ -429,3 +429,26 @@ def test_a_failed_tool_spans_result_is_kept_nowhere(poster: OtlpPoster) -> None:
         "error": "TimeoutError",
     }
     assert secret not in database_text()
+
+
+def test_nul_in_attributes_names_and_message_json_is_stored_replaced(poster: OtlpPoster) -> None:
+    # PostgreSQL stores no NUL, in text or JSON: it was a 500 there, losing the batch.
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tests.otlp.agent_spans import ok_turn, provider
+
+    exporter = InMemorySpanExporter()
+    ok_turn(provider(exporter).get_tracer("tests.otlp.nul"), conversation="conv-nul")
+    spans = exporter.get_finished_spans()
+    for span in spans:
+        attributes = span._attributes._dict  # type: ignore[union-attr]
+        attributes["app.note"] = "x\x00y"  # a NUL character, and one JSON text escapes
+        if isinstance(inputs := attributes.get("gen_ai.input.messages"), str):
+            attributes["gen_ai.input.messages"] = inputs.replace(
+                '"content": "', '"content": "\\u0000\x00'
+            )
+        span._name = f"{span.name}\x00"
+    assert poster.post(protobuf_body(spans)).status_code == 200
+    session = models.Session.objects.get(pk="conv-nul")
+    assert session.title == "\ufffd\ufffdWhat is the weather in Paris?"
+    assert "\x00" not in database_text()
