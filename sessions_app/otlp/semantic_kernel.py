@@ -37,11 +37,10 @@ from typing import Any
 
 from sessions_app.ingest.normalise import json_or_none
 from sessions_app.otlp.messages import EVENTS_KEY, LEGACY_EVENTS
+from sessions_app.otlp.strands import ERROR_RESULT  # what an error result is kept as
 
-__all__ = ["ERROR_RESULT", "ERROR_TEXT", "semantic_kernel_attributes"]
+__all__ = ["ERROR_TEXT", "semantic_kernel_attributes"]
 
-#: What a function's error text is kept as (it holds the exception's message).
-ERROR_RESULT = {"status": "error"}
 #: The start of the text Semantic Kernel gives the model for a function that raised.
 ERROR_TEXT = "An error occurred while invoking the function "
 AGENT_MESSAGES = ("gen_ai.input.messages", "gen_ai.output.messages")
